@@ -1,0 +1,25 @@
+"""tcsim: a bit-exact model of how an NVIDIA warp drives the tensor cores.
+
+Start with `tcsim.mma` (one mma.sync instruction at matrix level), `tcsim.mma_regs` (the same
+at register level), `tcsim.fragment` (which lane holds which element) and `tcsim.Warp`.
+"""
+
+from .isa.formats import BF16, F16, F32, TF32, FloatFormat
+from .isa.fragments import FragmentMap, mma_fragment
+from .isa.mma import mma, mma_regs
+from .isa.profiles import PROFILES, AdderRule, ArchProfile, profile
+from .isa.qualifier import MmaSpec, QualifierError, parse, supported_qualifiers
+
+__version__ = "0.1.0"
+
+
+def fragment(qualifier: str, operand: str) -> FragmentMap:
+    """The fragment map of operand "a", "b", "c" or "d" of an mma.sync instruction."""
+    return mma_fragment(qualifier, operand)
+
+
+__all__ = [
+    "BF16", "F16", "F32", "TF32", "FloatFormat", "FragmentMap", "MmaSpec", "QualifierError",
+    "AdderRule", "ArchProfile", "PROFILES", "fragment", "mma", "mma_regs", "parse", "profile",
+    "supported_qualifiers",
+]

@@ -1,0 +1,207 @@
+"""Fragment maps: which lane and register of a warp hold which matrix element, as data.
+
+A `FragmentMap` is an integer table ``coords[lane, element] = (row, col)``. Element ``e`` of a
+lane sits in register ``e // per_register``; with 16-bit elements two share a 32-bit register,
+the lower-indexed element in the low half. Packing, unpacking, the simulator, the GPU tests and
+the diagrams all read these tables; this module is the only place the PTX ISA's layout
+formulas are written down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .formats import FloatFormat
+from .qualifier import MmaSpec, parse
+
+WARP_SIZE = 32
+
+
+@dataclass(frozen=True, eq=False)
+class FragmentMap:
+    """Where each element of a ``rows x cols`` matrix lives in a warp's registers."""
+
+    name: str
+    rows: int
+    cols: int
+    format: FloatFormat
+    coords: np.ndarray  # (32, elements per lane, 2) int: (row, col)
+
+    def __post_init__(self) -> None:
+        c = self.coords
+        flat = c[..., 0] * self.cols + c[..., 1]
+        if c.shape[0] != WARP_SIZE or np.unique(flat).size != self.rows * self.cols:
+            raise AssertionError(f"{self.name}: fragment map must cover each element once")
+        self.coords.setflags(write=False)
+
+    @property
+    def element_bits(self) -> int:
+        return self.format.storage_bits
+
+    @property
+    def per_register(self) -> int:
+        return 32 // self.element_bits
+
+    @property
+    def elements(self) -> int:
+        """Elements per lane."""
+        return self.coords.shape[1]
+
+    @property
+    def registers(self) -> int:
+        """32-bit registers per lane."""
+        return self.elements // self.per_register
+
+    @property
+    def lane_of(self) -> np.ndarray:
+        """``lane_of[row, col]``: the lane holding each element."""
+        out = np.empty((self.rows, self.cols), np.int64)
+        out[self.coords[..., 0], self.coords[..., 1]] = np.arange(WARP_SIZE)[:, None]
+        return out
+
+    @property
+    def element_of(self) -> np.ndarray:
+        """``element_of[row, col]``: the element index within its lane."""
+        out = np.empty((self.rows, self.cols), np.int64)
+        out[self.coords[..., 0], self.coords[..., 1]] = np.arange(self.elements)[None, :]
+        return out
+
+    def locate(self, row: int, col: int) -> tuple[int, int, int]:
+        """(lane, register, half) holding element (row, col); half is 0 for the low 16 bits."""
+        e = int(self.element_of[row, col])
+        return int(self.lane_of[row, col]), e // self.per_register, e % self.per_register
+
+    # ---- bits ------------------------------------------------------------------------------
+
+    def gather_bits(self, matrix_bits: np.ndarray) -> np.ndarray:
+        """Matrix bit patterns (..., rows, cols) -> per-lane elements (..., 32, elements)."""
+        m = np.asarray(matrix_bits)
+        if m.shape[-2:] != (self.rows, self.cols):
+            raise ValueError(
+                f"{self.name}: expected a matrix of shape (..., {self.rows}, {self.cols}), "
+                f"got {m.shape}"
+            )
+        return m[..., self.coords[..., 0], self.coords[..., 1]]
+
+    def scatter_bits(self, lane_bits: np.ndarray) -> np.ndarray:
+        """Per-lane elements (..., 32, elements) -> matrix bit patterns (..., rows, cols)."""
+        lane_bits = np.asarray(lane_bits)
+        out = np.empty(lane_bits.shape[:-2] + (self.rows, self.cols), lane_bits.dtype)
+        out[..., self.coords[..., 0], self.coords[..., 1]] = lane_bits
+        return out
+
+    def to_registers(self, lane_bits: np.ndarray) -> np.ndarray:
+        """Per-lane elements -> 32-bit registers (..., 32, registers), low half first."""
+        e = np.asarray(lane_bits).astype(np.uint32)
+        if self.per_register == 1:
+            return e
+        e = e.reshape(e.shape[:-1] + (self.registers, 2))
+        return e[..., 0] | (e[..., 1] << np.uint32(16))
+
+    def from_registers(self, regs: np.ndarray) -> np.ndarray:
+        """32-bit registers (..., 32, registers) -> per-lane element bits."""
+        r = np.asarray(regs)
+        if r.dtype != np.uint32:
+            raise TypeError(f"{self.name}: registers must be uint32, got {r.dtype}")
+        if r.shape[-2:] != (WARP_SIZE, self.registers):
+            raise ValueError(
+                f"{self.name}: expected registers of shape (..., 32, {self.registers}), "
+                f"got {r.shape}"
+            )
+        if self.per_register == 1:
+            return r
+        halves = np.stack([r & np.uint32(0xFFFF), r >> np.uint32(16)], axis=-1)
+        return halves.reshape(r.shape[:-1] + (self.elements,)).astype(np.uint16)
+
+    # ---- values ----------------------------------------------------------------------------
+
+    def pack(self, matrix: np.ndarray) -> np.ndarray:
+        """A matrix of the operand's dtype (..., rows, cols) -> uint32 registers (..., 32, n)."""
+        return self.to_registers(self.gather_bits(self.format.to_bits(matrix)))
+
+    def unpack(self, regs: np.ndarray) -> np.ndarray:
+        """uint32 registers (..., 32, n) -> the matrix (..., rows, cols) in the operand's dtype."""
+        return self.format.from_bits(self.scatter_bits(self.from_registers(regs)))
+
+    # ---- display ---------------------------------------------------------------------------
+
+    def table(self) -> str:
+        """Each matrix element as ``T<lane>:r<register>[.lo|.hi]``, one matrix row per line."""
+        width = max(len(self._cell(0, 0)), len(self._cell(self.rows - 1, self.cols - 1))) + 1
+        head = " " * 5 + "".join(f"{c:>{width}}" for c in range(self.cols))
+        lines = [f"{self.name}: {self.rows}x{self.cols} {self.format.name}, "
+                 f"{self.registers} register(s) per lane", head]
+        for r in range(self.rows):
+            lines.append(f"{r:>4} " + "".join(
+                f"{self._cell(r, c):>{width}}" for c in range(self.cols)))
+        return "\n".join(lines)
+
+    def _cell(self, row: int, col: int) -> str:
+        lane, reg, half = self.locate(row, col)
+        suffix = "" if self.per_register == 1 else (".lo", ".hi")[half]
+        return f"T{lane}:r{reg}{suffix}"
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def __repr__(self) -> str:
+        return f"<FragmentMap {self.name}: {self.rows}x{self.cols} {self.format.name}>"
+
+
+def _build(name, rows, cols, fmt, elements, where) -> FragmentMap:
+    """Tabulate ``where(group, thread_in_group, i) -> (row, col)`` over lanes and elements."""
+    lane = np.arange(WARP_SIZE)[:, None]
+    i = np.arange(elements)[None, :]
+    row, col = where(lane >> 2, lane % 4, i)
+    coords = np.stack(np.broadcast_arrays(row, col), axis=-1).astype(np.int64)
+    return FragmentMap(name, rows, cols, fmt, coords)
+
+
+# The PTX ISA's formulas ("Matrix Fragments for mma.m16n8k*"), with g = laneid >> 2 (the
+# group) and t = laneid % 4 (thread in group).
+
+def _a_16bit(g, t, i):  # f16/bf16 A: 16 x k, two elements per register
+    return g + 8 * ((i // 2) % 2), 2 * t + (i % 2) + 8 * (i // 4)
+
+
+def _b_16bit(g, t, i):  # f16/bf16 B: k x 8
+    return 2 * t + (i % 2) + 8 * (i // 2), g
+
+
+def _a_tf32(g, t, i):  # tf32 A: 16 x k, one element per register
+    return g + 8 * (i % 2), t + 4 * (i // 2)
+
+
+def _b_tf32(g, t, i):  # tf32 B: k x 8
+    return t + 4 * i, g
+
+
+def _accumulator(g, t, i):  # C and D: 16 x 8, f16 or f32
+    return g + 8 * (i // 2), 2 * t + (i % 2)
+
+
+@lru_cache(maxsize=None)
+def _mma_fragment(qualifier: str, operand: str) -> FragmentMap:
+    spec = parse(qualifier)
+    rows, cols = spec.matrix_shape(operand)
+    fmt = spec.format(operand)
+    elements = rows * cols // WARP_SIZE
+    if operand in ("c", "d"):
+        where = _accumulator
+    elif spec.input_type == "tf32":
+        where = _a_tf32 if operand == "a" else _b_tf32
+    else:
+        where = _a_16bit if operand == "a" else _b_16bit
+    return _build(f"{spec.qualifier} {operand.upper()}", rows, cols, fmt, elements, where)
+
+
+def mma_fragment(spec: MmaSpec | str, operand: str) -> FragmentMap:
+    """The fragment map of one operand ("a", "b", "c" or "d") of an mma.sync instruction."""
+    spec = parse(spec) if isinstance(spec, str) else spec
+    op = operand.lower()
+    if op not in ("a", "b", "c", "d"):
+        raise ValueError(f"operand must be 'a', 'b', 'c' or 'd', got {operand!r}")
+    return _mma_fragment(spec.qualifier, op)
