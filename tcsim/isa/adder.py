@@ -77,9 +77,14 @@ def fused_step(
 
     Returns ``(total, emax)``: the exact sum is ``total * 2**(emax - fraction_bits)``.
     """
-    emax = np.maximum(product_exponents.max(axis=0), acc_exponent).astype(np.int32)
-    if zero_exponent is not None:
-        has_zero = (product_exponents.min(axis=0) <= ZERO_EXPONENT // 2) | (acc_significand == 0)
+    if zero_exponent is None:
+        emax = np.maximum(product_exponents.max(axis=0), acc_exponent).astype(np.int32)
+    else:
+        acc_zero = acc_significand == 0
+        emax = np.maximum(
+            product_exponents.max(axis=0), np.where(acc_zero, ZERO_EXPONENT, acc_exponent)
+        ).astype(np.int32)
+        has_zero = (product_exponents.min(axis=0) <= ZERO_EXPONENT // 2) | acc_zero
         emax = np.where(has_zero, np.maximum(emax, zero_exponent), emax)
     # Products are all zero when emax is below the smallest nonzero product's exponent, so the
     # scale may be clamped there; that keeps it finite in float32.

@@ -130,7 +130,8 @@ class FloatFormat:
         b = np.asarray(bits)
         if self.ignored_low_bits:
             b = b & np.array(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF, dtype=b.dtype)
-        return self.from_bits(b).astype(np.float64)
+        with np.errstate(invalid="ignore"):  # NaN payloads convert to float64 NaN
+            return self.from_bits(b).astype(np.float64)
 
     def exponents(self, bits: np.ndarray, dtype: type = np.int32) -> np.ndarray:
         """The exponent field as an unbiased exponent (``emin`` for zeros and subnormals)."""

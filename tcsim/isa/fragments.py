@@ -120,6 +120,12 @@ class FragmentMap:
 
     def pack(self, matrix: np.ndarray) -> np.ndarray:
         """A matrix of the operand's dtype (..., rows, cols) -> uint32 registers (..., 32, n)."""
+        matrix = np.asarray(matrix)
+        if matrix.dtype != self.format.dtype:
+            raise TypeError(
+                f"{self.name}: expected dtype {self.format.dtype.name} ({self.format.name}), "
+                f"got {matrix.dtype.name}"
+            )
         return self.to_registers(self.gather_bits(self.format.to_bits(matrix)))
 
     def unpack(self, regs: np.ndarray) -> np.ndarray:

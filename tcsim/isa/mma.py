@@ -37,8 +37,6 @@ def mma(
     """
     spec = parse(qualifier)
     frags = [mma_fragment(spec, op) for op in "abcd"]
-    for frag, x, op in zip(frags, (A, B, C), "ABC"):
-        _check_matrix(spec, frag, x, op)
     a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
     return frags[3].unpack(mma_regs(spec.qualifier, a, b, c, arch))
 
@@ -63,20 +61,6 @@ def mma_regs(
     C = fc.scatter_bits(fc.from_registers(c))
     D = mma_bits(spec, A, B, C, profile(arch))
     return fd.to_registers(fd.gather_bits(D))
-
-
-def _check_matrix(spec: MmaSpec, frag, x, name: str) -> None:
-    x = np.asarray(x)
-    fmt = frag.format
-    if x.dtype != fmt.dtype:
-        raise TypeError(
-            f"{spec.qualifier}: {name} must be {fmt.dtype.name} ({fmt.name}), got {x.dtype.name}"
-        )
-    if x.ndim < 2 or x.shape[-2:] != (frag.rows, frag.cols):
-        raise ValueError(
-            f"{spec.qualifier}: {name} must have shape (..., {frag.rows}, {frag.cols}), "
-            f"got {x.shape}"
-        )
 
 
 # ---- the engine on matrices of bit patterns ---------------------------------------------------
@@ -133,6 +117,7 @@ class _Engine:
         self.fd = spec.format("d")
         self.plan = work_plan(self.fin, rule.fraction_bits)
         self.zero_exponent = (rule.zero_exponent or {}).get(spec.d_type)
+        self.negative_zero_bits = self.fd.uint(1 << (self.fd.storage_bits - 1))
 
     def _operand(self, bits: np.ndarray):
         fmt = self.fin
@@ -171,6 +156,8 @@ class _Engine:
                 rule.overflow[self.spec.d_type],
                 rule.subnormal_outputs,
             )
+            if not rule.negative_zero:
+                acc_bits = np.where(acc_bits == self.negative_zero_bits, 0, acc_bits)
             if special.any():
                 acc_bits = self._specials(acc_bits, special, a[g], b[g], dec)
             acc_fmt = self.fd

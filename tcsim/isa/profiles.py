@@ -41,6 +41,9 @@ class AdderRule:
     # None: zero operands take part in alignment with their exponent fields, like subnormals.
     # Otherwise, per output type, the exponent a zero product or zero accumulator brings.
     zero_exponent: dict[str, int] | None = None
+    # Whether a zero result keeps a negative sign. sm_90 writes +0 for every zero result, also
+    # for -0 + -0 and for negative sums that round to zero.
+    negative_zero: bool = False
     # Bit pattern of the NaN produced, per output type.
     nan_bits: dict[str, int] = field(default_factory=lambda: {"f32": 0x7FFFFFFF, "f16": 0x7FFF})
 
@@ -63,13 +66,15 @@ class ArchProfile:
             ) from None
 
 
-_SM90 = AdderRule(group_size=8, fraction_bits=25)
+_SM90_ZERO = {"f32": -133, "f16": -21}
+_SM90_16BIT = AdderRule(group_size=16, fraction_bits=25, zero_exponent=_SM90_ZERO)
+_SM90_TF32 = AdderRule(group_size=8, fraction_bits=25, zero_exponent=_SM90_ZERO)
 
 PROFILES: dict[str, ArchProfile] = {
     "sm_90": ArchProfile(
         name="sm_90",
         description="Hopper (H100): mma.sync on the tensor cores",
-        rules={"f16": _SM90, "bf16": _SM90, "tf32": _SM90},
+        rules={"f16": _SM90_16BIT, "bf16": _SM90_16BIT, "tf32": _SM90_TF32},
         m8n8k4="ffma_lowering",
         verified_on_hardware=True,
         source="measured on an H100 (sm_90); see docs/numerics.md for the evidence",

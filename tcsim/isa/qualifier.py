@@ -120,6 +120,12 @@ def parse(qualifier: str) -> MmaSpec:
                 f"{qualifier!r}: {what} type .{t} is not allowed with .{a_type} inputs "
                 f"(allowed: {', '.join('.' + x for x in allowed)})"
             )
+    if d_type != c_type:
+        # ptxas: ".dtype must be '.f32' when .ctype is '.f32'" for the m16n8 shapes.
+        raise QualifierError(
+            f"{qualifier!r}: shape {shape} requires D and C of the same type "
+            f"(got .{d_type} and .{c_type})"
+        )
     return MmaSpec(q, *mnk, a_layout, b_layout, d_type, a_type, b_type, c_type)
 
 
@@ -128,7 +134,6 @@ def supported_qualifiers() -> list[str]:
     out = []
     for itype, shapes in _SHAPES.items():
         for m, n, k in shapes:
-            for d in _ACCUMULATORS[itype]:
-                for c in _ACCUMULATORS[itype]:
-                    out.append(f"m{m}n{n}k{k}.row.col.{d}.{itype}.{itype}.{c}")
+            for acc in _ACCUMULATORS[itype]:
+                out.append(f"m{m}n{n}k{k}.row.col.{acc}.{itype}.{itype}.{acc}")
     return out

@@ -1,0 +1,47 @@
+"""mma.sync on the GPU, with the same signatures as `tcsim.mma` and `tcsim.mma_regs`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa.fragments import mma_fragment
+from ..isa.qualifier import parse
+from . import runtime
+
+PROBES = "probes.cu"
+
+
+def mma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Run one mma.sync per instruction on the GPU on raw registers (..., 32, n) uint32."""
+    runtime.require()
+    import cupy
+
+    spec = parse(qualifier)
+    frags = {op: mma_fragment(spec, op) for op in "abcd"}
+    arrays = {}
+    for op, x in zip("abc", (a, b, c)):
+        x = np.asarray(x)
+        frags[op].from_registers(x)  # validates dtype and trailing shape
+        arrays[op] = x
+    batch = np.broadcast_shapes(*(x.shape[:-2] for x in arrays.values()))
+    count = int(np.prod(batch, dtype=np.int64))
+    dev = {
+        op: cupy.asarray(
+            np.ascontiguousarray(np.broadcast_to(x, batch + x.shape[-2:])).reshape(count, -1)
+        )
+        for op, x in arrays.items()
+    }
+    d = cupy.empty((count, 32 * frags["d"].registers), cupy.uint32)
+    if count:
+        runtime.launch_per_warp(
+            PROBES, spec.kernel_name, count, dev["a"], dev["b"], dev["c"], d, np.int32(count)
+        )
+    return cupy.asnumpy(d).reshape(batch + (32, frags["d"].registers))
+
+
+def mma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """``D = A @ B + C`` computed by the GPU's mma.sync; same contract as `tcsim.mma`."""
+    spec = parse(qualifier)
+    frags = [mma_fragment(spec, op) for op in "abcd"]
+    a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
+    return frags[3].unpack(mma_regs(spec.qualifier, a, b, c))

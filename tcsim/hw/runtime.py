@@ -1,0 +1,76 @@
+"""Running tcsim's CUDA sources on the present GPU through CuPy (NVRTC).
+
+This module owns the GPU side of the harness: finding a usable GPU, compiling the ``.cu`` files
+beside it for the device's architecture, and launching kernels on raw arrays.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib.resources import files
+
+
+class HardwareUnavailable(RuntimeError):
+    """No CUDA GPU can be used here (no CuPy, no driver or no device)."""
+
+
+@lru_cache(maxsize=1)
+def unavailable_reason() -> str | None:
+    """None when a GPU is usable; otherwise a sentence saying why not."""
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install 'tcsim[hw]' or 'tcsim[cuda13]')"
+    except Exception as exc:  # a broken CuPy install raises other errors on import
+        return f"CuPy failed to import: {exc}"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return f"no usable CUDA driver or GPU: {exc}"
+    if count == 0:
+        return "no CUDA GPU is visible"
+    return None
+
+
+def available() -> bool:
+    return unavailable_reason() is None
+
+
+def require() -> None:
+    reason = unavailable_reason()
+    if reason is not None:
+        raise HardwareUnavailable(reason)
+
+
+def device_name() -> str:
+    require()
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def compute_capability() -> str:
+    require()
+    import cupy
+
+    return str(cupy.cuda.Device().compute_capability)
+
+
+@lru_cache(maxsize=None)
+def module(filename: str):
+    """The CUDA source ``tcsim/hw/<filename>`` compiled for the present GPU."""
+    require()
+    import cupy
+
+    source = (files("tcsim.hw") / filename).read_text()
+    arch = f"--gpu-architecture=sm_{compute_capability()}"
+    return cupy.RawModule(code=source, options=("--std=c++17", arch))
+
+
+def launch_per_warp(filename: str, kernel: str, count: int, *args, warps_per_block: int = 8):
+    """Launch ``kernel`` with one warp per item for ``count`` items."""
+    fn = module(filename).get_function(kernel)
+    blocks = max(1, -(-count // warps_per_block))
+    fn((blocks,), (32 * warps_per_block,), args)
