@@ -20,9 +20,7 @@ def mma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.
     frags = {op: mma_fragment(spec, op) for op in "abcd"}
     arrays = {}
     for op, x in zip("abc", (a, b, c)):
-        x = np.asarray(x)
-        frags[op].from_registers(x)  # validates dtype and trailing shape
-        arrays[op] = x
+        arrays[op] = frags[op].check_registers(x)
     batch = np.broadcast_shapes(*(x.shape[:-2] for x in arrays.values()))
     count = int(np.prod(batch, dtype=np.int64))
     dev = {

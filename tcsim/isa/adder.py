@@ -57,72 +57,82 @@ def work_plan(operand: FloatFormat, fraction_bits: int) -> WorkPlan:
     return WorkPlan(work, np.int16, lowest)
 
 
+def pow2(exponent: np.ndarray, dtype: type) -> np.ndarray:
+    """2.0**exponent as ``dtype``, built from the bits (exponents in the normal range)."""
+    if dtype == np.float64:
+        return ((exponent.astype(np.int64) + 1023) << 52).view(np.float64)
+    return ((exponent.astype(np.int32) + 127) << 23).view(np.float32)
+
+
 def fused_step(
-    products: np.ndarray,
-    product_exponents: np.ndarray,
-    acc_significand: np.ndarray,
+    a: np.ndarray,
+    a_exponent: np.ndarray,
+    b: np.ndarray,
+    b_exponent: np.ndarray,
+    acc: np.ndarray,
     acc_exponent: np.ndarray,
-    acc_fraction_bits: int,
     fraction_bits: int,
     plan: WorkPlan,
     zero_exponent: int | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One fused addition of G products and an accumulator.
+    """One fused addition of the G products ``a[g] * b[g]`` and an accumulator.
 
-    ``products``: (G, ...) exact product values in ``plan.work``; ``product_exponents``: (G, ...)
-    their exponents ea + eb (`ZERO_EXPONENT` marks a zero product when ``zero_exponent`` is
-    set). The accumulator is ``acc_significand * 2**(acc_exponent - acc_fraction_bits)`` with a
-    signed int64 significand. ``zero_exponent``: None when zeros align with their operands'
-    exponent fields; otherwise the exponent a zero term brings to the alignment.
+    Operands come batch-last: ``a`` (G, M, n) and ``b`` (G, N, n) exact values in ``plan.work``
+    with their exponent fields ``a_exponent``, ``b_exponent`` (``plan.exponent``); ``acc``
+    (M, N, n) exact float64 values with exponent fields ``acc_exponent``. When
+    ``zero_exponent`` is set, zero operands carry `ZERO_EXPONENT` and any zero term brings
+    ``zero_exponent`` to the alignment; when None, zeros align by their exponent fields.
 
-    Returns ``(total, emax)``: the exact sum is ``total * 2**(emax - fraction_bits)``.
+    Returns ``(total, emax)`` (M, N, n): the exact sum is ``total * 2**(emax - fraction_bits)``.
     """
-    if zero_exponent is None:
-        emax = np.maximum(product_exponents.max(axis=0), acc_exponent).astype(np.int32)
-    else:
-        acc_zero = acc_significand == 0
-        emax = np.maximum(
-            product_exponents.max(axis=0), np.where(acc_zero, ZERO_EXPONENT, acc_exponent)
-        ).astype(np.int32)
-        has_zero = (product_exponents.min(axis=0) <= ZERO_EXPONENT // 2) | acc_zero
+    groups = a.shape[0]
+    # emax[m, n] = max over g of a_exponent[g, m] + b_exponent[g, n], and the accumulator's.
+    emax = acc_exponent.astype(plan.exponent)
+    pair = np.empty_like(emax)
+    for g in range(groups):
+        np.add(a_exponent[g][:, None, :], b_exponent[g][None, :, :], out=pair)
+        np.maximum(emax, pair, out=emax)
+    emax = emax.astype(np.int32)
+    if zero_exponent is not None:
+        zero = ZERO_EXPONENT // 2
+        # A zero product needs a zero factor; "any zero" separates into rows and columns.
+        has_zero = (
+            (a_exponent <= zero).any(axis=0)[:, None, :]
+            | (b_exponent <= zero).any(axis=0)[None, :, :]
+            | (acc_exponent <= zero)
+        )
         emax = np.where(has_zero, np.maximum(emax, zero_exponent), emax)
     # Products are all zero when emax is below the smallest nonzero product's exponent, so the
-    # scale may be clamped there; that keeps it finite in float32.
-    scale_exp = fraction_bits - np.maximum(emax, plan.smallest_product_exponent)
-    inv_quantum = np.ldexp(plan.work(1), scale_exp).astype(plan.work, copy=False)
-    scaled = products * inv_quantum
-    total = _sum_truncated(scaled, fraction_bits)
-    total += _align_accumulator(
-        acc_significand, acc_exponent, acc_fraction_bits, emax, fraction_bits
-    )
+    # scale may be clamped there; that keeps it a normal number in float32.
+    inv_quantum = pow2(fraction_bits - np.maximum(emax, plan.smallest_product_exponent), plan.work)
+    total = _sum_truncated_products(a, b, inv_quantum, fraction_bits)
+    # The accumulator has at most 24 significant bits, so acc * 2**k is exact in float64, and
+    # the cast to int64 truncates toward zero.
+    total += (acc * pow2(fraction_bits - emax, np.float64)).astype(np.int64)
     return total, emax
 
 
-def _sum_truncated(scaled: np.ndarray, fraction_bits: int) -> np.ndarray:
-    """Sum over axis 0 of the terms truncated toward zero, exactly, as int64."""
-    groups = scaled.shape[0]
-    # int32 holds up to 2**31 / 2**(F+2) terms; sum blocks of that many, then widen.
-    block = max(1, min(groups, (1 << 31) // (1 << (fraction_bits + 2)) - 1))
-    small = np.int32 if block >= 2 else np.int64
-    ints = np.empty(scaled.shape, small)
-    np.copyto(ints, scaled, casting="unsafe")  # float -> int truncates toward zero
-    total = np.zeros(scaled.shape[1:], np.int64)
-    for start in range(0, groups, block):
-        part = ints[start]
-        if block > 1:
-            part = part.copy()
-            for g in range(start + 1, min(start + block, groups)):
-                part += ints[g]
-        total += part
+def _sum_truncated_products(a, b, inv_quantum, fraction_bits) -> np.ndarray:
+    """Sum over g of trunc(a[g] * b[g] * inv_quantum), exactly, as int64 (M, N, n).
+
+    One product slice at a time, so the working set stays in cache. A term is below
+    2**(F + 2); int32 holds the sum of `block` of them before it is widened to int64.
+    """
+    block = max(1, (1 << 31) // (1 << (fraction_bits + 2)) - 1)
+    shape = inv_quantum.shape
+    term = np.empty(shape, inv_quantum.dtype)
+    truncated = np.empty(shape, np.int32)
+    part = np.zeros(shape, np.int32)
+    total = np.zeros(shape, np.int64)
+    for g in range(a.shape[0]):
+        np.multiply(a[g][:, None, :], b[g][None, :, :], out=term)
+        term *= inv_quantum
+        np.copyto(truncated, term, casting="unsafe")  # float -> int truncates toward zero
+        part += truncated
+        if (g + 1) % block == 0 or g + 1 == a.shape[0]:
+            total += part
+            part[...] = 0
     return total
-
-
-def _align_accumulator(sig, exp, fb, emax, fraction_bits) -> np.ndarray:
-    """The accumulator term truncated toward zero to the step's quantum, in quanta."""
-    shift = (emax - exp).astype(np.int64) + (fb - fraction_bits)
-    mag = np.abs(sig)
-    mag = (mag << np.clip(-shift, 0, 62)) >> np.clip(shift, 0, 62)
-    return np.where(sig < 0, -mag, mag)
 
 
 def special_step(

@@ -86,6 +86,10 @@ class FloatFormat:
         sign_shift, exp_shift, _ = self._layout
         return (int(negative) << sign_shift) | (((1 << self.exponent_bits) - 1) << exp_shift)
 
+    def quiet_nan_bits(self) -> int:
+        _, exp_shift, _ = self._layout
+        return self.inf_bits() | (1 << (exp_shift - 1))
+
     def max_finite(self) -> float:
         return float(
             ((2 << self.fraction_bits) - 1) * 2.0 ** (self.emax - self.fraction_bits)
@@ -125,92 +129,138 @@ class FloatFormat:
             is_inf=(field == top) & (frac == 0),
         )
 
-    def values(self, bits: np.ndarray) -> np.ndarray:
-        """Exact float64 values of bit patterns (every format here fits float64 exactly)."""
+    def values(self, bits: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+        """Exact values of bit patterns as ``dtype`` (float64 holds every format here exactly)."""
         b = np.asarray(bits)
+        if self.name == "f16":
+            return _f16_values(b).astype(dtype, copy=False)
+        if self.name == "bf16":  # bf16 is the top half of an f32
+            return (b.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(dtype)
         if self.ignored_low_bits:
-            b = b & np.array(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF, dtype=b.dtype)
-        with np.errstate(invalid="ignore"):  # NaN payloads convert to float64 NaN
-            return self.from_bits(b).astype(np.float64)
+            b = b & b.dtype.type(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF)
+        return self.from_bits(b).astype(dtype, copy=False)
+
+    def exponent_field(self, bits: np.ndarray) -> np.ndarray:
+        """The raw biased exponent field, in the storage's unsigned type."""
+        b = np.asarray(bits)
+        _, exp_shift, _ = self._layout
+        return (b >> b.dtype.type(exp_shift)) & b.dtype.type((1 << self.exponent_bits) - 1)
 
     def exponents(self, bits: np.ndarray, dtype: type = np.int32) -> np.ndarray:
         """The exponent field as an unbiased exponent (``emin`` for zeros and subnormals)."""
-        b = np.asarray(bits)
-        _, exp_shift, _ = self._layout
-        field = (b >> exp_shift) & ((1 << self.exponent_bits) - 1)
-        return (np.maximum(field, 1).astype(dtype) - dtype(self.bias)).astype(dtype)
+        field = self.exponent_field(bits)
+        np.maximum(field, field.dtype.type(1), out=field)
+        return field.astype(dtype) - dtype(self.bias)
 
     def is_finite(self, bits: np.ndarray) -> np.ndarray:
-        _, exp_shift, _ = self._layout
-        top = (1 << self.exponent_bits) - 1
-        return ((np.asarray(bits) >> exp_shift) & top) != top
+        return self.exponent_field(bits) != (1 << self.exponent_bits) - 1
 
     # ---- encoding ----------------------------------------------------------------------------
 
+    def _round_fast(self, x, rounding, overflow, subnormals) -> np.ndarray | None:
+        """The common cases through a cast that implements exactly the same rounding, or None.
+
+        numpy's float64 -> float16 and -> float32 casts round to nearest even with gradual
+        underflow and overflow to inf (ml_dtypes' bfloat16 cast does not: it rounds twice, via
+        float32). Toward zero into f32 is a mask of the low 29 significand bits whenever no
+        value lands below f32's normal range.
+        """
+        if not subnormals or self.ignored_low_bits:
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            if rounding == "rn" and overflow in ("ieee", "inf") and self.name in ("f16", "f32"):
+                bits = self.to_bits(x.astype(self.dtype))
+            elif rounding == "rz" and overflow == "inf" and self.name == "f32":
+                u = x.view(np.uint64)
+                field = (u >> np.uint64(52)) & np.uint64(0x7FF)
+                # Exponent fields 1..896 are values below 2**-126 (f32's subnormal range).
+                if np.any((field > 0) & (field <= 1023 - 127)):
+                    return None
+                truncated = (u & np.uint64(0xFFFF_FFFF_E000_0000)).view(np.float64)
+                bits = self.to_bits(truncated.astype(np.float32))
+            else:
+                return None
+        nan = np.isnan(x)
+        if nan.any():
+            bits = np.where(nan, self.uint(self.quiet_nan_bits()), bits)
+        return bits
+
     def round(
         self,
-        negative: np.ndarray,
-        magnitude: np.ndarray,
-        scale: np.ndarray,
-        rounding: Rounding,
+        x: np.ndarray,
+        rounding: Rounding = "rn",
         overflow: Overflow = "ieee",
         subnormals: bool = True,
     ) -> np.ndarray:
-        """Bits of ``(-1)**negative * magnitude * 2**scale`` rounded into this format.
+        """Bit patterns of float64 values rounded once into this format.
 
-        ``magnitude`` is a non-negative integer below 2**53; the value is exact, so there is
-        exactly one rounding. ``overflow``: "ieee" (to nearest gives inf, toward zero gives the
-        largest finite), "inf" (always inf) or "saturate" (always the largest finite).
-        ``subnormals=False`` flushes results below the smallest normal to zero (after rounding).
+        Rounding works on the integer bit pattern of each float64, so it is exact for any
+        float64 input; callers that round an exact sum first make it a float64 exactly (an
+        integer below 2**53 times a power of two in range). ``rounding``: "rn" (to nearest
+        even) or "rz" (toward zero). ``overflow``: "ieee" (to nearest gives inf, toward zero
+        the largest finite), "inf" or "saturate". ``subnormals=False`` flushes results below
+        the smallest normal number to zero. Infinities stay infinite; NaN inputs give the format's
+        default quiet NaN.
         """
-        mag = np.asarray(magnitude, dtype=np.int64)
-        scale = np.asarray(scale, dtype=np.int64)
-        if np.any(mag < 0) or np.any(mag >= 1 << 53):
-            raise ValueError("round() takes magnitudes in [0, 2**53)")
-        fb = self.fraction_bits
-        # Bit length of an integer below 2**53 is exact through float64's exponent.
-        bit_length = np.frexp(mag.astype(np.float64))[1].astype(np.int64)
-        lead = bit_length - 1 + scale  # exponent of the leading bit
-        quantum = np.maximum(lead, self.emin) - fb  # exponent of the last kept bit
-        drop = quantum - scale  # low bits of `mag` that fall off (negative: exact widening)
-        up = np.clip(-drop, 0, 62)
-        down = np.clip(drop, 0, 62)
-        kept = (mag << up) >> down
-        if rounding == "rn":
-            rest = mag & ((np.int64(1) << down) - 1)
-            half = np.where(down > 0, np.int64(1) << np.maximum(down - 1, 0), 0)
-            round_up = (down > 0) & ((rest > half) | ((rest == half) & (kept & 1 == 1)))
-            kept = kept + round_up
-        elif rounding != "rz":
+        if rounding not in ("rn", "rz"):
             raise ValueError(f"unknown rounding {rounding!r}; expected 'rn' or 'rz'")
-        # A carry out of the significand moves the exponent up by one.
-        carry = kept >> (fb + 1)
-        kept = kept >> carry
-        quantum = quantum + carry
-        normal = kept >= (1 << fb)
-        field = np.where(normal, quantum + fb + self.bias, 0)
-        frac = np.where(normal, kept - (1 << fb), kept)
-        top = (1 << self.exponent_bits) - 1
-        too_big = field >= top
-        if overflow == "ieee":
-            to_inf = too_big & (rounding == "rn")
-        elif overflow == "inf":
-            to_inf = too_big
-        elif overflow == "saturate":
-            to_inf = np.zeros_like(too_big)
-        else:
+        if overflow not in ("ieee", "inf", "saturate"):
             raise ValueError(f"unknown overflow rule {overflow!r}")
-        field = np.where(too_big, np.where(to_inf, top, top - 1), field)
-        frac = np.where(too_big, np.where(to_inf, 0, (1 << fb) - 1), frac)
+        x = np.asarray(x, np.float64)
+        fast = self._round_fast(x, rounding, overflow, subnormals)
+        if fast is not None:
+            return fast
+        u = x.view(np.uint64)
+        negative = (u >> np.uint64(63)).astype(bool)
+        u = u & np.uint64(0x7FFF_FFFF_FFFF_FFFF)
+        exponent = (u >> np.uint64(52)).astype(np.int64) - 1023
+        # Low bits of the float64 significand that fall below this format's last place.
+        drop = 52 - self.fraction_bits + np.maximum(self.emin - exponent, 0)
+        inside = drop <= 52  # otherwise the value is below one unit in the last place
+        d = np.minimum(drop, 52).astype(np.uint64)
+        mask = (np.uint64(1) << d) - np.uint64(1)
+        if rounding == "rn":
+            half = mask >> np.uint64(1)
+            lsb = (u >> d) & np.uint64(1)
+            # A carry out of the significand correctly bumps the exponent field.
+            r = (u + half + lsb) & ~mask
+            # drop == 53: the value is in [ulp/2, ulp); above the tie it rounds up to one ulp.
+            ulp = np.float64(2.0 ** (self.emin - self.fraction_bits)).view(np.uint64)
+            tie = np.float64(2.0 ** (self.emin - self.fraction_bits - 1)).view(np.uint64)
+            r = np.where(inside, r, np.where((drop == 53) & (u > tie), ulp, np.uint64(0)))
+        else:
+            r = np.where(inside, u & ~mask, np.uint64(0))
+        value = r.view(np.float64)
+        finite = np.isfinite(np.asarray(x, np.float64))
+        too_big = finite & (value >= 2.0 ** (self.emax + 1))
+        if overflow == "saturate" or (overflow == "ieee" and rounding == "rz"):
+            value = np.where(too_big, self.max_finite(), value)
+        else:
+            value = np.where(too_big, np.inf, value)
         if not subnormals:
-            frac = np.where(field == 0, 0, frac)
-        sign_shift, exp_shift, _ = self._layout
-        bits = (
-            (np.asarray(negative, dtype=np.int64) << sign_shift)
-            | (field << exp_shift)
-            | (frac << self.ignored_low_bits)
-        )
-        return bits.astype(self.uint)
+            value = np.where(value < 2.0 ** self.emin, 0.0, value)
+        with np.errstate(over="ignore", invalid="ignore"):
+            bits = self.to_bits(np.where(negative, -value, value).astype(self.dtype))
+        bits = np.where(np.isnan(np.asarray(x, np.float64)), self.uint(self.quiet_nan_bits()), bits)
+        if self.ignored_low_bits:
+            bits = bits & self.uint(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF)
+        return bits
+
+
+def _f16_values(h: np.ndarray) -> np.ndarray:
+    """f16 bits -> exact float32 values, faster than numpy's element-by-element cast.
+
+    The f16 exponent and fraction are moved into f32's fields and scaled by 2**112 (the
+    difference of the biases), which also normalizes subnormals exactly; the sign is copied
+    across; infinities and NaNs (exponent field 31) are patched afterwards.
+    """
+    u = h.astype(np.uint32)
+    magnitude = ((u & np.uint32(0x7FFF)) << np.uint32(13)).view(np.float32) * np.float32(2.0**112)
+    out = (magnitude.view(np.uint32) | ((u & np.uint32(0x8000)) << np.uint32(16))).view(np.float32)
+    special = (u & np.uint32(0x7C00)) == np.uint32(0x7C00)
+    if special.any():
+        out = np.where(special, h.view(np.float16).astype(np.float32), out)
+    return out
 
 
 F16 = FloatFormat("f16", 5, 10, 16, np.dtype(np.float16))

@@ -10,7 +10,7 @@ formulas are written down.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -55,18 +55,20 @@ class FragmentMap:
         """32-bit registers per lane."""
         return self.elements // self.per_register
 
-    @property
+    @cached_property
     def lane_of(self) -> np.ndarray:
         """``lane_of[row, col]``: the lane holding each element."""
         out = np.empty((self.rows, self.cols), np.int64)
         out[self.coords[..., 0], self.coords[..., 1]] = np.arange(WARP_SIZE)[:, None]
+        out.setflags(write=False)
         return out
 
-    @property
+    @cached_property
     def element_of(self) -> np.ndarray:
         """``element_of[row, col]``: the element index within its lane."""
         out = np.empty((self.rows, self.cols), np.int64)
         out[self.coords[..., 0], self.coords[..., 1]] = np.arange(self.elements)[None, :]
+        out.setflags(write=False)
         return out
 
     def locate(self, row: int, col: int) -> tuple[int, int, int]:
@@ -101,8 +103,8 @@ class FragmentMap:
         e = e.reshape(e.shape[:-1] + (self.registers, 2))
         return e[..., 0] | (e[..., 1] << np.uint32(16))
 
-    def from_registers(self, regs: np.ndarray) -> np.ndarray:
-        """32-bit registers (..., 32, registers) -> per-lane element bits."""
+    def check_registers(self, regs: np.ndarray) -> np.ndarray:
+        """``regs`` as an array, after checking it is uint32 of shape (..., 32, registers)."""
         r = np.asarray(regs)
         if r.dtype != np.uint32:
             raise TypeError(f"{self.name}: registers must be uint32, got {r.dtype}")
@@ -111,21 +113,49 @@ class FragmentMap:
                 f"{self.name}: expected registers of shape (..., 32, {self.registers}), "
                 f"got {r.shape}"
             )
+        return r
+
+    def check_matrix(self, matrix: np.ndarray) -> np.ndarray:
+        """``matrix`` as an array, after checking its dtype and shape (..., rows, cols)."""
+        m = np.asarray(matrix)
+        if m.dtype != self.format.dtype:
+            raise TypeError(
+                f"{self.name}: expected dtype {self.format.dtype.name} ({self.format.name}), "
+                f"got {m.dtype.name}"
+            )
+        if m.ndim < 2 or m.shape[-2:] != (self.rows, self.cols):
+            raise ValueError(
+                f"{self.name}: expected a matrix of shape (..., {self.rows}, {self.cols}), "
+                f"got {m.shape}"
+            )
+        return m
+
+    def from_registers(self, regs: np.ndarray) -> np.ndarray:
+        """32-bit registers (..., 32, registers) -> per-lane element bits."""
+        r = self.check_registers(regs)
         if self.per_register == 1:
             return r
         halves = np.stack([r & np.uint32(0xFFFF), r >> np.uint32(16)], axis=-1)
         return halves.reshape(r.shape[:-1] + (self.elements,)).astype(np.uint16)
 
+    def registers_to_batch_last(self, regs: np.ndarray, transpose: bool = False) -> np.ndarray:
+        """Registers (n, 32, registers) -> matrix bits (rows, cols, n), or (cols, rows, n)."""
+        elements = self.from_registers(regs)
+        lane, element = self.lane_of, self.element_of
+        if transpose:
+            lane, element = lane.T, element.T
+        return np.ascontiguousarray(np.moveaxis(elements[:, lane, element], 0, -1))
+
+    def batch_last_to_registers(self, matrix_bits: np.ndarray) -> np.ndarray:
+        """Matrix bits (rows, cols, n) -> registers (n, 32, registers)."""
+        elements = matrix_bits[self.coords[..., 0], self.coords[..., 1]]  # (32, elements, n)
+        return self.to_registers(np.moveaxis(elements, -1, 0))
+
     # ---- values ----------------------------------------------------------------------------
 
     def pack(self, matrix: np.ndarray) -> np.ndarray:
         """A matrix of the operand's dtype (..., rows, cols) -> uint32 registers (..., 32, n)."""
-        matrix = np.asarray(matrix)
-        if matrix.dtype != self.format.dtype:
-            raise TypeError(
-                f"{self.name}: expected dtype {self.format.dtype.name} ({self.format.name}), "
-                f"got {matrix.dtype.name}"
-            )
+        matrix = self.check_matrix(matrix)
         return self.to_registers(self.gather_bits(self.format.to_bits(matrix)))
 
     def unpack(self, regs: np.ndarray) -> np.ndarray:

@@ -1,8 +1,8 @@
 """mma.sync semantics: ``D = A @ B + C`` with the tensor core's exact arithmetic.
 
 `mma_regs` is the instruction as the warp sees it (per-lane 32-bit registers in, registers out);
-`mma` is the same at matrix level, ``unpack(mma_regs(pack(A), pack(B), pack(C)))``. Both run on
-any leading batch shape. Internally the batch is moved to the last axis and cut into chunks
+`mma` is the same at matrix level and gives exactly ``unpack(mma_regs(pack(A), pack(B),
+pack(C)))``. Both run on any leading batch shape. Internally the batch is moved to the last axis and cut into chunks
 that fit in cache; chunks run on a thread pool (numpy releases the GIL in its loops).
 """
 
@@ -14,12 +14,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from .adder import ZERO_EXPONENT, fused_step, special_step, work_plan
+from .adder import ZERO_EXPONENT, fused_step, pow2, special_step, work_plan
 from .fragments import mma_fragment
 from .profiles import AdderRule, ArchProfile, profile
 from .qualifier import MmaSpec, parse
 
-CHUNK = 256  # instructions per chunk: the (G, 16, 8, CHUNK) term arrays stay in L2
+CHUNK = 1024  # instructions per chunk: long inner loops, terms still fit in L2/L3
 
 
 def mma(
@@ -36,9 +36,10 @@ def mma(
     ignored, as the hardware ignores them). Returns D (..., M, N) in D's dtype.
     """
     spec = parse(qualifier)
-    frags = [mma_fragment(spec, op) for op in "abcd"]
-    a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
-    return frags[3].unpack(mma_regs(spec.qualifier, a, b, c, arch))
+    bits = [f.format.to_bits(f.check_matrix(x))
+            for f, x in zip((mma_fragment(spec, op) for op in "abc"), (A, B, C))]
+    # Same bits as unpack(mma_regs(pack(A), pack(B), pack(C))), without the register shuffles.
+    return spec.format("d").from_bits(mma_bits(spec, *bits, profile(arch)))
 
 
 def mma_regs(
@@ -56,11 +57,27 @@ def mma_regs(
     """
     spec = parse(qualifier)
     fa, fb, fc, fd = (mma_fragment(spec, op) for op in "abcd")
-    A = fa.scatter_bits(fa.from_registers(a))
-    B = fb.scatter_bits(fb.from_registers(b))
-    C = fc.scatter_bits(fc.from_registers(c))
-    D = mma_bits(spec, A, B, C, profile(arch))
-    return fd.to_registers(fd.gather_bits(D))
+    regs = [f.check_registers(x) for f, x in zip((fa, fb, fc), (a, b, c))]
+    batch, (a, b, c) = _flatten(regs)
+    d = np.empty((a.shape[0], 32, fd.registers), np.uint32)
+
+    def load(s: int, e: int):
+        return (fa.registers_to_batch_last(a[s:e], transpose=True),
+                fb.registers_to_batch_last(b[s:e]), fc.registers_to_batch_last(c[s:e]))
+
+    def store(s: int, e: int, bits: np.ndarray) -> None:
+        d[s:e] = fd.batch_last_to_registers(bits)
+
+    _execute(spec, profile(arch), a.shape[0], load, store)
+    return d.reshape(batch + d.shape[1:])
+
+
+def _flatten(arrays: list[np.ndarray]) -> tuple[tuple, list[np.ndarray]]:
+    """Broadcast the leading (batch) axes and flatten them into one."""
+    batch = np.broadcast_shapes(*(x.shape[:-2] for x in arrays))
+    n = int(np.prod(batch, dtype=np.int64))
+    return batch, [np.broadcast_to(x, batch + x.shape[-2:]).reshape((n,) + x.shape[-2:])
+                   for x in arrays]
 
 
 # ---- the engine on matrices of bit patterns ---------------------------------------------------
@@ -70,34 +87,39 @@ def mma_bits(
     spec: MmaSpec, A: np.ndarray, B: np.ndarray, C: np.ndarray, arch: ArchProfile
 ) -> np.ndarray:
     """D bit patterns (..., M, N) from A (..., M, K), B (..., K, N), C (..., M, N) bit patterns."""
-    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2], C.shape[:-2])
-    n = int(np.prod(batch, dtype=np.int64))
+    batch, (A, B, C) = _flatten([np.asarray(x) for x in (A, B, C)])
+    D = np.empty((A.shape[0], spec.m, spec.n), spec.format("d").uint)
+
+    def load(s: int, e: int):
+        return tuple(np.ascontiguousarray(x[s:e].transpose(order))
+                     for x, order in ((A, (2, 1, 0)), (B, (1, 2, 0)), (C, (1, 2, 0))))
+
+    def store(s: int, e: int, bits: np.ndarray) -> None:
+        D[s:e] = bits.transpose(2, 0, 1)
+
+    _execute(spec, arch, A.shape[0], load, store)
+    return D.reshape(batch + (spec.m, spec.n))
+
+
+def _execute(spec: MmaSpec, arch: ArchProfile, n: int, load, store) -> None:
+    """Run the engine over ``n`` instructions in cache-sized chunks, on the thread pool.
+
+    ``load(s, e)`` gives chunk [s, e) as bits laid out batch-last: A as (K, M, c), B as
+    (K, N, c), C as (M, N, c); ``store(s, e, d)`` takes D as (M, N, c).
+    """
     engine = _Engine(spec, arch.rule(spec.input_type))
-    chunks = max(1, -(-n // CHUNK))
+    starts = range(0, n, CHUNK)
 
-    def blocked(x: np.ndarray, rows: int, cols: int, k_first: bool) -> np.ndarray:
-        x = np.broadcast_to(x, batch + (rows, cols)).reshape(n, rows, cols)
-        x = np.concatenate([x, np.zeros((chunks * CHUNK - n, rows, cols), x.dtype)])
-        x = x.reshape(chunks, CHUNK, rows, cols)
-        order = (0, 3, 2, 1) if k_first else (0, 2, 3, 1)
-        return np.ascontiguousarray(x.transpose(order))
-
-    a = blocked(A, spec.m, spec.k, True)  # (chunks, K, M, CHUNK)
-    b = blocked(B, spec.k, spec.n, False)  # (chunks, K, N, CHUNK)
-    c = blocked(C, spec.m, spec.n, False)  # (chunks, M, N, CHUNK)
-    out = np.empty((chunks, spec.m, spec.n, CHUNK), spec.format("d").uint)
-
-    def work(i: int) -> None:
-        out[i] = engine.run(a[i], b[i], c[i])
+    def work(s: int) -> None:
+        e = min(n, s + CHUNK)
+        store(s, e, engine.run(*load(s, e)))
 
     pool = _pool()
-    if pool is None or chunks < 4:
-        for i in range(chunks):
-            work(i)
+    if pool is None or len(starts) < 4:
+        for s in starts:
+            work(s)
     else:
-        list(pool.map(work, range(chunks)))
-    d = out.transpose(0, 3, 1, 2).reshape(chunks * CHUNK, spec.m, spec.n)[:n]
-    return d.reshape(batch + (spec.m, spec.n))
+        list(pool.map(work, starts))
 
 
 @lru_cache(maxsize=1)
@@ -119,56 +141,53 @@ class _Engine:
         self.zero_exponent = (rule.zero_exponent or {}).get(spec.d_type)
         self.negative_zero_bits = self.fd.uint(1 << (self.fd.storage_bits - 1))
 
-    def _operand(self, bits: np.ndarray):
-        fmt = self.fin
-        values = fmt.values(bits).astype(self.plan.work, copy=False)
-        exps = fmt.exponents(bits, self.plan.exponent)
+    def _operand(self, fmt, bits: np.ndarray, dtype):
+        """Exact values, exponent fields (zeros marked when they align specially), specials."""
+        field = fmt.exponent_field(bits)
+        special = field == (1 << fmt.exponent_bits) - 1
+        np.maximum(field, field.dtype.type(1), out=field)
+        exps = field.astype(self.plan.exponent) - self.plan.exponent(fmt.bias)
+        values = fmt.values(bits, dtype)
         if self.zero_exponent is not None:
-            exps = np.where(values == 0, self.plan.exponent(ZERO_EXPONENT), exps)
-        return values, exps, ~fmt.is_finite(bits)
+            exps[values == 0] = ZERO_EXPONENT
+        return values, exps, special
 
     def run(self, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray) -> np.ndarray:
-        rule, F = self.rule, self.rule.fraction_bits
-        a, ea, a_special = self._operand(a_bits)  # (K, M, n)
-        b, eb, b_special = self._operand(b_bits)  # (K, N, n)
-        acc_bits, acc_fmt = c_bits, self.fc
+        rule, F, fd = self.rule, self.rule.fraction_bits, self.fd
+        rounding, overflow = rule.output_rounding[self.spec.d_type], rule.overflow[self.spec.d_type]
+        a, ea, a_special = self._operand(self.fin, a_bits, self.plan.work)  # (K, M, n)
+        b, eb, b_special = self._operand(self.fin, b_bits, self.plan.work)  # (K, N, n)
+        acc, acc_e, acc_special = self._operand(self.fc, c_bits, np.float64)  # (M, N, n)
         k = a.shape[0]
         for start in range(0, k, rule.group_size):
             g = slice(start, min(start + rule.group_size, k))
-            dec = acc_fmt.decode(acc_bits)
-            sig = np.where(dec.sign, -dec.significand, dec.significand)
             with np.errstate(invalid="ignore", over="ignore"):
-                products = a[g][:, :, None, :] * b[g][:, None, :, :]
-                exps = ea[g][:, :, None, :] + eb[g][:, None, :, :]
                 total, emax = fused_step(
-                    products, exps, sig, dec.exponent, acc_fmt.fraction_bits, F,
-                    self.plan, self.zero_exponent,
+                    a[g], ea[g], b[g], eb[g], acc, acc_e, F, self.plan, self.zero_exponent
                 )
             special = (
                 a_special[g].any(axis=0)[:, None, :]
                 | b_special[g].any(axis=0)[None, :, :]
-                | dec.is_nan | dec.is_inf
+                | acc_special
             )
-            total = np.where(special, 0, total)
-            acc_bits = self.fd.round(
-                total < 0, np.abs(total), emax - F,
-                rule.output_rounding[self.spec.d_type],
-                rule.overflow[self.spec.d_type],
-                rule.subnormal_outputs,
-            )
+            has_special = special.any()
+            if has_special:
+                total[special] = 0
+            # |total| < 2**53 and the scale is a normal float64, so this product is exact.
+            exact = total.astype(np.float64) * pow2(emax - F, np.float64)
+            bits = fd.round(exact, rounding, overflow, rule.subnormal_outputs)
             if not rule.negative_zero:
-                acc_bits = np.where(acc_bits == self.negative_zero_bits, 0, acc_bits)
-            if special.any():
-                acc_bits = self._specials(acc_bits, special, a[g], b[g], dec)
-            acc_fmt = self.fd
-        return acc_bits
+                bits[bits == self.negative_zero_bits] = 0
+            if has_special:
+                bits = self._specials(bits, special, a[g], b[g], acc)
+            if g.stop < k:
+                acc, acc_e, acc_special = self._operand(fd, bits, np.float64)
+        return bits
 
-    def _specials(self, bits, special, a, b, dec):
-        acc = np.where(dec.is_nan, np.nan, np.where(dec.is_inf, np.inf, 0.0))
-        acc = np.where(dec.sign, -acc, acc)
-        is_nan, negative = special_step(
-            a.astype(np.float64), b.astype(np.float64), acc
-        )
+    def _specials(self, bits, special, a, b, acc):
+        """Outputs whose inputs include inf or NaN get the IEEE outcome in the rule's bits."""
+        finite_acc = np.where(np.isfinite(acc), 0.0, acc)  # finite parts cannot matter
+        is_nan, negative = special_step(a.astype(np.float64), b.astype(np.float64), finite_acc)
         nan = self.rule.nan_bits[self.spec.d_type]
         inf = np.where(negative, self.fd.inf_bits(True), self.fd.inf_bits(False))
         fixed = np.where(is_nan, nan, inf).astype(bits.dtype)

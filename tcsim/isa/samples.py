@@ -22,11 +22,7 @@ Matrices = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def to_bits(fmt: FloatFormat, x: np.ndarray) -> np.ndarray:
     """float64 values -> bit patterns, rounded to nearest even (generation only)."""
-    x = np.asarray(x, np.float64)
-    m, e = np.frexp(np.abs(x))
-    mag = np.ldexp(m, 53).astype(np.int64)
-    with np.errstate(invalid="ignore"):
-        return fmt.round(np.signbit(x), mag, e.astype(np.int64) - 53, "rn")
+    return fmt.round(np.asarray(x, np.float64), "rn")
 
 
 def random_bits(fmt: FloatFormat, shape, rng, exponent_fields=None) -> np.ndarray:
