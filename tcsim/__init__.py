@@ -9,6 +9,7 @@ from .isa.fragments import FragmentMap, mma_fragment
 from .isa.mma import mma, mma_regs
 from .isa.profiles import PROFILES, AdderRule, ArchProfile, profile
 from .isa.qualifier import MmaSpec, QualifierError, parse, supported_qualifiers
+from .isa.warp import Warp
 
 __version__ = "0.1.0"
 
@@ -21,5 +22,5 @@ def fragment(qualifier: str, operand: str) -> FragmentMap:
 __all__ = [
     "BF16", "F16", "F32", "TF32", "FloatFormat", "FragmentMap", "MmaSpec", "QualifierError",
     "AdderRule", "ArchProfile", "PROFILES", "fragment", "mma", "mma_regs", "parse", "profile",
-    "supported_qualifiers",
+    "supported_qualifiers", "Warp",
 ]

@@ -132,13 +132,14 @@ class FloatFormat:
     def values(self, bits: np.ndarray, dtype: type = np.float64) -> np.ndarray:
         """Exact values of bit patterns as ``dtype`` (float64 holds every format here exactly)."""
         b = np.asarray(bits)
-        if self.name == "f16":
-            return _f16_values(b).astype(dtype, copy=False)
-        if self.name == "bf16":  # bf16 is the top half of an f32
-            return (b.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(dtype)
-        if self.ignored_low_bits:
-            b = b & b.dtype.type(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF)
-        return self.from_bits(b).astype(dtype, copy=False)
+        with np.errstate(invalid="ignore"):  # NaN payloads convert to NaN
+            if self.name == "f16":
+                return _f16_values(b).astype(dtype, copy=False)
+            if self.name == "bf16":  # bf16 is the top half of an f32
+                return (b.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(dtype)
+            if self.ignored_low_bits:
+                b = b & b.dtype.type(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF)
+            return self.from_bits(b).astype(dtype, copy=False)
 
     def exponent_field(self, bits: np.ndarray) -> np.ndarray:
         """The raw biased exponent field, in the storage's unsigned type."""
@@ -221,7 +222,8 @@ class FloatFormat:
         mask = (np.uint64(1) << d) - np.uint64(1)
         if rounding == "rn":
             half = mask >> np.uint64(1)
-            lsb = (u >> d) & np.uint64(1)
+            # The last kept bit; at d == 52 only the implicit leading 1 is kept.
+            lsb = np.where(d == 52, np.uint64(1), (u >> d) & np.uint64(1))
             # A carry out of the significand correctly bumps the exponent field.
             r = (u + half + lsb) & ~mask
             # drop == 53: the value is in [ulp/2, ulp); above the tie it rounds up to one ulp.

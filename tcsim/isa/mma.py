@@ -19,7 +19,7 @@ from .fragments import mma_fragment
 from .profiles import AdderRule, ArchProfile, profile
 from .qualifier import MmaSpec, parse
 
-CHUNK = 1024  # instructions per chunk: long inner loops, terms still fit in L2/L3
+CHUNK = 2048  # instructions per chunk: long numpy inner loops, working set near L2
 
 
 def mma(

@@ -1,0 +1,87 @@
+"""Hand-derived sm_90 facts: one instruction each, with the bits worked out on paper.
+
+Each fact fills row 0 of A, column 0 of B and C[0, 0] (everything else is +0) and states the
+bits of D[0, 0]. The CPU tests check that tcsim reproduces them; the hw tests check that the
+H100 does. docs/numerics.md explains each one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+import tcsim
+
+NAN32, NAN16 = 0x7FFFFFFF, 0x7FFF
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    qualifier: str
+    a_row: tuple
+    b_col: tuple
+    c: float
+    d_bits: int
+    why: str
+
+
+def _dtype(t):
+    return {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32,
+            "f32": np.float32}[t]
+
+
+def operands(fact: Fact):
+    spec = tcsim.parse(fact.qualifier)
+    A = np.zeros((spec.m, spec.k), _dtype(spec.a_type))
+    B = np.zeros((spec.k, spec.n), _dtype(spec.b_type))
+    C = np.zeros((spec.m, spec.n), _dtype(spec.c_type))
+    A[0, : len(fact.a_row)] = fact.a_row
+    B[: len(fact.b_col), 0] = fact.b_col
+    C[0, 0] = fact.c
+    return A, B, C
+
+
+K8_F32 = "m16n8k8.row.col.f32.f16.f16.f32"
+K8_F16 = "m16n8k8.row.col.f16.f16.f16.f16"
+K16_BF16 = "m16n8k16.row.col.f32.bf16.bf16.f32"
+TINY = 2.0**-24
+
+FACTS = [
+    Fact("sum_exact_where_fma_chain_rounds", K8_F32, (1.5 * 2**-12,) * 8, (2.0**-12,) * 8, 1.0,
+         0x3F800006, "1 + 8 * 1.5 * 2**-24 = 1 + 6 ulp exactly; eight f32 FMAs would give 1 + 8 ulp"),
+    Fact("small_products_truncated", K8_F32, (2.0**-13,) * 8, (2.0**-13,) * 8, 1.0,
+         0x3F800000, "each 2**-26 product is below 2**-25, the last of F=25 bits kept: 1.0, "
+         "where exact rounding gives 1 + 2**-23"),
+    Fact("f32_result_truncated_toward_zero", K8_F32, (1.0, 2.0**-23 * 1.5), (1.0, 1.0), 0.0,
+         0x3F800001, "1 + 1.5 ulp rounds toward zero to 1 + 1 ulp"),
+    Fact("f16_result_to_nearest_even", K8_F16, (1.0, 2.0**-11), (1.0, 1.0), 0.0, 0x3C00,
+         "1 + half an f16 ulp is a tie and rounds to even, 1.0"),
+    Fact("zero_term_sets_alignment_floor", K8_F16, (2.0**-12,) + (TINY,) * 7,
+         (2.0**-13,) + (TINY,) * 7, 0.0, 0x0000,
+         "C = +0 brings exponent -21: the 2**-48 products (exponent fields -14 - 14) truncate "
+         "away, leaving the tie 2**-25 that rounds to +0; exact rounding gives 2**-24"),
+    Fact("negative_zeros_sum_to_plus_zero", K8_F32, (-0.0,) * 8, (1.0,) * 8, -0.0, 0x00000000,
+         "IEEE gives -0 for a sum of -0s; the tensor core writes +0"),
+    Fact("cancellation_gives_plus_zero", K8_F32, (1.0, -1.0), (3.0, 3.0), -0.0, 0x00000000,
+         "3 - 3 + (-0) is +0"),
+    Fact("nan_input_gives_canonical_nan", K8_F32, (float("nan"),), (1.0,), 1.0, NAN32,
+         "any NaN operand gives 0x7fffffff whatever its sign and payload"),
+    Fact("negative_nan_in_c", K8_F16, (1.0,), (1.0,), -float("nan"), NAN16,
+         "a NaN accumulator gives the f16 default NaN 0x7fff"),
+    Fact("inf_times_zero_is_nan", K8_F32, (float("inf"),), (0.0,), 1.0, NAN32,
+         "inf * 0 is invalid"),
+    Fact("inf_minus_inf_is_nan", K8_F32, (float("inf"), float("inf")), (1.0, -1.0), 0.0, NAN32,
+         "+inf and -inf among the terms"),
+    Fact("inf_plus_finite_is_inf", K8_F32, (float("inf"), 3.0), (-2.0, 1.0), 5.0, 0xFF800000,
+         "an infinite product wins over finite terms"),
+    Fact("bf16_overflow_gives_inf_despite_rz", K16_BF16, (2.0**127,) * 4, (1.5,) * 4, 0.0,
+         0x7F800000, "4 * 1.5 * 2**127 overflows f32; round-toward-zero would saturate but the "
+         "tensor core writes +inf"),
+    Fact("bf16_huge_products_cancel_exactly", K16_BF16, (2.0**127, 2.0**127),
+         (2.0**127, -(2.0**127)), 1.0, 0x00000000,
+         "products of 2**254 are held exactly (no overflow) and cancel; C = 1 lies 254 binades "
+         "below the alignment exponent and truncates away: +0 where exact arithmetic gives 1"),
+]
