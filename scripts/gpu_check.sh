@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# One call on a GPU machine: install tcsim, run the hardware tests and studies, keep the logs.
-#   bash scripts/gpu_check.sh [explore]   (logs under $OUT, or ./out when OUT is unset)
+# One call on a GPU machine: install tcsim, run the hardware tests, keep the logs, summarize.
+#   bash scripts/gpu_check.sh [explore]      logs under $OUT (./out when OUT is unset)
+# TCSIM_HW_COUNT sets random instructions per qualifier (default 10**6).
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-python3 -m pip install --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
+python3 -m pip install --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 \
+  || { cat "$OUT/install.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-mode=${1:-all}
 status=0
-if [ "$mode" = explore ]; then
+if [ "${1:-}" = explore ]; then
   python3 scripts/explore_numerics.py "$OUT" "${EXPLORE_COUNT:-20000}" 2>&1 | tee "$OUT/explore.log"
   status=$?
 else
-  python3 -m pytest -m hw -q -rs tests 2>&1 | tee "$OUT/pytest_hw.log"
-  status=$?
+  export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
+  rm -f "$TCSIM_HW_LOG"
+  start=$(date +%s)
+  python3 -m pytest -m hw -q -rs -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest_hw.log"
+  status=${PIPESTATUS[0]}
+  echo "pytest -m hw: exit $status in $(( $(date +%s) - start )) s" | tee -a "$OUT/pytest_hw.log"
+  python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
 fi
 echo "== summary"
-tail -n 3 "$OUT"/*.log
+tail -n 2 "$OUT/pytest_hw.log" 2>/dev/null
 exit $status

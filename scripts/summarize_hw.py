@@ -1,0 +1,18 @@
+"""Print the table of a `pytest -m hw` run from its TCSIM_HW_LOG (JSON lines)."""
+
+import json
+import sys
+
+rows = [json.loads(line) for line in open(sys.argv[1])] if len(sys.argv) > 1 else []
+random = [r for r in rows if r["test"] == "random"]
+if random:
+    print(f"GPU: {random[0]['gpu']}")
+    print(f"{'qualifier':38s} {'instructions':>12s} {'mismatching':>11s} {'gpu s':>7s} {'sim s':>7s}")
+    for r in random:
+        print(f"{r['qualifier']:38s} {r['instructions']:12,d} {r['mismatching']:11d} "
+              f"{r['hw_seconds']:7.2f} {r['sim_seconds']:7.2f}")
+    total = sum(r["instructions"] for r in random)
+    print(f"total: {total:,} instructions, {sum(r['mismatching'] for r in random)} mismatching")
+for r in rows:
+    if r["test"] == "fact":
+        print(f"fact {r['fact']:40s} {r['qualifier']:36s} D[0,0] = {r['d_bits']}")

@@ -1,0 +1,80 @@
+"""Simulator against the GPU, bit for bit: random instructions and the hand-derived facts.
+
+Run on a GPU machine with ``pytest -m hw``. ``TCSIM_HW_COUNT`` sets the random instructions per
+qualifier (default 10**6, spread over every distribution in tcsim.isa.samples);
+``TCSIM_HW_LOG`` names a JSON file that receives the counts and timings for the docs.
+"""
+
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+from facts import FACTS, operands
+
+import tcsim
+from tcsim import hw
+from tcsim.isa import samples
+
+pytestmark = pytest.mark.hw
+
+COUNT = int(os.environ.get("TCSIM_HW_COUNT", 10**6))
+BATCH = 100_000
+
+
+def _log(record: dict) -> None:
+    path = os.environ.get("TCSIM_HW_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+@pytest.mark.parametrize("qualifier", tcsim.supported_qualifiers())
+def test_random_instructions_agree_bit_for_bit(qualifier, rng):
+    spec = tcsim.parse(qualifier)
+    frags = [tcsim.fragment(qualifier, op) for op in "abcd"]
+    dists = list(samples.DISTRIBUTIONS)
+    per_dist = -(-COUNT // len(dists))
+    tried, t_hw, t_sim, failures = 0, 0.0, 0.0, []
+    for dist in dists:
+        left = per_dist
+        while left > 0:
+            n = min(BATCH, left)
+            left -= n
+            regs = [f.to_registers(f.gather_bits(x))
+                    for f, x in zip(frags, samples.draw(spec, dist, n, rng))]
+            t0 = time.perf_counter()
+            d_hw = hw.mma_regs(qualifier, *regs)
+            t1 = time.perf_counter()
+            d_sim = tcsim.mma_regs(qualifier, *regs)
+            t2 = time.perf_counter()
+            t_hw, t_sim, tried = t_hw + t1 - t0, t_sim + t2 - t1, tried + n
+            bad = np.flatnonzero((d_hw != d_sim).reshape(n, -1).any(axis=1))
+            if bad.size:
+                i = bad[0]
+                failures.append(f"{dist}: {bad.size} of {n} differ; first instruction "
+                                f"a={regs[0][i].tolist()} b={regs[1][i].tolist()} "
+                                f"c={regs[2][i].tolist()} hw={d_hw[i].tolist()} "
+                                f"sim={d_sim[i].tolist()}")
+    _log({"test": "random", "qualifier": qualifier, "instructions": tried,
+          "mismatching": sum(int(f.split(" of ")[0].split(": ")[1]) for f in failures),
+          "hw_seconds": round(t_hw, 3), "sim_seconds": round(t_sim, 3),
+          "gpu": hw.device_name()})
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("fact", FACTS, ids=lambda f: f.name)
+def test_hand_derived_fact_on_hardware(fact):
+    A, B, C = operands(fact)
+    D_hw = hw.mma(fact.qualifier, A, B, C)
+    fmt = tcsim.parse(fact.qualifier).format("d")
+    got = int(fmt.to_bits(D_hw)[0, 0])
+    _log({"test": "fact", "fact": fact.name, "qualifier": fact.qualifier, "d_bits": hex(got)})
+    assert got == fact.d_bits, f"{fact.why}: the GPU gives {got:#x}, not {fact.d_bits:#x}"
+    D_sim = tcsim.mma(fact.qualifier, A, B, C)
+    assert np.array_equal(fmt.to_bits(D_hw), fmt.to_bits(D_sim))
+
+
+def test_harness_reports_the_gpu():
+    assert "NVIDIA" in hw.device_name() or hw.device_name()
