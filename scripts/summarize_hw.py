@@ -7,7 +7,8 @@ rows = [json.loads(line) for line in open(sys.argv[1])] if len(sys.argv) > 1 els
 random = [r for r in rows if r["test"] == "random"]
 if random:
     print(f"GPU: {random[0]['gpu']}")
-    print(f"{'qualifier':38s} {'instructions':>12s} {'mismatching':>11s} {'gpu s':>7s} {'sim s':>7s}")
+    head = ("qualifier", "instructions", "mismatching", "gpu s", "sim s")
+    print(f"{head[0]:38s} {head[1]:>12s} {head[2]:>11s} {head[3]:>7s} {head[4]:>7s}")
     for r in random:
         print(f"{r['qualifier']:38s} {r['instructions']:12,d} {r['mismatching']:11d} "
               f"{r['hw_seconds']:7.2f} {r['sim_seconds']:7.2f}")

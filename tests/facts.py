@@ -51,7 +51,8 @@ TINY = 2.0**-24
 
 FACTS = [
     Fact("sum_exact_where_fma_chain_rounds", K8_F32, (1.5 * 2**-12,) * 8, (2.0**-12,) * 8, 1.0,
-         0x3F800006, "1 + 8 * 1.5 * 2**-24 = 1 + 6 ulp exactly; eight f32 FMAs would give 1 + 8 ulp"),
+         0x3F800006,
+         "1 + 8 * 1.5 * 2**-24 = 1 + 6 ulp exactly; eight f32 FMAs would give 1 + 8 ulp"),
     Fact("small_products_truncated", K8_F32, (2.0**-13,) * 8, (2.0**-13,) * 8, 1.0,
          0x3F800000, "each 2**-26 product is below 2**-25, the last of F=25 bits kept: 1.0, "
          "where exact rounding gives 1 + 2**-23"),

@@ -6,7 +6,7 @@ beside it for the device's architecture, and launching kernels on raw arrays.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.resources import files
 
 
@@ -58,7 +58,7 @@ def compute_capability() -> str:
     return str(cupy.cuda.Device().compute_capability)
 
 
-@lru_cache(maxsize=None)
+@cache
 def module(filename: str):
     """The CUDA source ``tcsim/hw/<filename>`` compiled for the present GPU."""
     require()

@@ -10,7 +10,7 @@ formulas are written down.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -219,7 +219,7 @@ def _accumulator(g, t, i):  # C and D: 16 x 8, f16 or f32
     return g + 8 * (i // 2), 2 * t + (i % 2)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mma_fragment(qualifier: str, operand: str) -> FragmentMap:
     spec = parse(qualifier)
     rows, cols = spec.matrix_shape(operand)

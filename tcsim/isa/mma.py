@@ -2,8 +2,8 @@
 
 `mma_regs` is the instruction as the warp sees it (per-lane 32-bit registers in, registers out);
 `mma` is the same at matrix level and gives exactly ``unpack(mma_regs(pack(A), pack(B),
-pack(C)))``. Both run on any leading batch shape. Internally the batch is moved to the last axis and cut into chunks
-that fit in cache; chunks run on a thread pool (numpy releases the GIL in its loops).
+pack(C)))``. Both run on any leading batch shape. Internally the batch is moved to the last
+axis and cut into chunks; chunks run on a thread pool (numpy releases the GIL in its loops).
 """
 
 from __future__ import annotations

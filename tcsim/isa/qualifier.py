@@ -9,7 +9,7 @@ maps and the documentation. This module owns the list of supported instructions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from .formats import FloatFormat, format_named
 
@@ -78,7 +78,7 @@ def _operand(name: str) -> str:
     return op
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse(qualifier: str) -> MmaSpec:
     """Parse ``"m16n8k8.row.col.f32.f16.f16.f32"`` (with or without ``mma.sync.aligned.``)."""
     if not isinstance(qualifier, str):

@@ -72,7 +72,8 @@ def test_bad_inputs_are_named():
 def test_warp_executes_the_same_bits(rng):
     q = "m16n8k16.row.col.f32.bf16.bf16.f32"
     spec = tcsim.parse(q)
-    A, B, C = (spec.format(o).from_bits(x) for o, x in zip("abc", samples.draw(q, "normal", 5, rng)))
+    A, B, C = (spec.format(o).from_bits(x)
+               for o, x in zip("abc", samples.draw(q, "normal", 5, rng)))
     w = Warp(batch=5, registers=16)
     w.load_fragment(q, "a", A, [0, 1, 2, 3])
     w.load_fragment(q, "b", B, [4, 5])

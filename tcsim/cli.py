@@ -1,0 +1,138 @@
+"""The `tcsim` command: look at fragment layouts and run instructions from the shell.
+
+    tcsim demo                                 a guided example on built-in inputs
+    tcsim layout QUALIFIER OPERAND             which lane and register hold each element
+    tcsim mma QUALIFIER [--distribution NAME]  one instruction on random inputs, bits shown
+    tcsim verify [--count N]                   quick simulator-against-GPU check
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from . import fragment, mma, parse, supported_qualifiers
+from .isa import samples
+
+DEMO_QUALIFIER = "m16n8k8.row.col.f32.f16.f16.f32"
+
+
+def _demo(args) -> int:
+    q = DEMO_QUALIFIER
+    print(f"tcsim {q}: D = A @ B + C on one simulated warp (sm_90 arithmetic)\n")
+    print(fragment(q, "a").table(), "\n")
+    # Built-in inputs: C = 1 and eight products of 1.5 * 2**-24 each, plus one row of normals.
+    A = np.zeros((16, 8), np.float16)
+    B = np.zeros((8, 8), np.float16)
+    C = np.ones((16, 8), np.float32)
+    A[0, :] = 1.5 * 2.0**-12
+    B[:, 0] = 2.0**-12
+    A[1, :] = [0.5, -1.25, 3.0, 0.125, -2.0, 1.5, 0.75, -0.5]
+    B[:, 1] = [1.0, 0.5, -0.25, 2.0, 1.5, -1.0, 0.5, 0.25]
+    D = mma(q, A, B, C)
+    exact = A.astype(np.float64) @ B.astype(np.float64) + C
+    fma = np.float32(C[0, 0])
+    for k in range(8):  # what a chain of f32 FMAs would give
+        fma = np.float32(np.float64(fma) + np.float64(A[0, k]) * np.float64(B[k, 0]))
+    print("D[0,0]: tensor core", _show(D[0, 0]), " f32 FMA chain", _show(fma),
+          " exact", repr(float(exact[0, 0])))
+    print("D[1,1]: tensor core", _show(D[1, 1]), " exact", repr(float(exact[1, 1])))
+    print("\nNext: tcsim layout", q, "b   |   tcsim mma", q, "--distribution wide")
+    return 0
+
+
+def _show(x) -> str:
+    x = np.float32(x)
+    return f"{float(x)!r} ({int(x.view(np.uint32)):#010x})"
+
+
+def _layout(args) -> int:
+    print(fragment(args.qualifier, args.operand).table())
+    return 0
+
+
+def _mma(args) -> int:
+    spec = parse(args.qualifier)
+    rng = np.random.default_rng(args.seed)
+    A, B, C = (spec.format(op).from_bits(x)
+               for op, x in zip("abc", samples.draw(spec, args.distribution, 1, rng)))
+    D = mma(spec.qualifier, A[0], B[0], C[0], arch=args.arch)
+    fd = spec.format("d")
+    r, c = args.element
+    print(f"{spec.ptx} on {args.distribution} inputs (seed {args.seed}), element D[{r},{c}]:")
+    for k in range(spec.k):
+        print(f"  A[{r},{k}] * B[{k},{c}] = {float(A[0, r, k])!r} * {float(B[0, k, c])!r}")
+    print(f"  C[{r},{c}] = {float(C[0, r, c])!r}")
+    exact = A[0].astype(np.float64) @ B[0].astype(np.float64) + C[0].astype(np.float64)
+    bits = int(fd.to_bits(D)[r, c])
+    print(f"  D[{r},{c}] = {float(D[r, c])!r}  bits {bits:#0{fd.storage_bits // 4 + 2}x}"
+          f"  (float64 reference {float(exact[r, c])!r})")
+    return 0
+
+
+def _verify(args) -> int:
+    from . import hw
+
+    reason = hw.unavailable_reason()
+    if reason is not None:
+        print(f"tcsim verify: no GPU check possible here: {reason}")
+        return 2
+    rng = np.random.default_rng()
+    worst = 0
+    for q in supported_qualifiers():
+        frags = [fragment(q, op) for op in "abcd"]
+        bad = 0
+        for dist in samples.DISTRIBUTIONS:
+            regs = [f.to_registers(f.gather_bits(x))
+                    for f, x in zip(frags, samples.draw(q, dist, args.count, rng))]
+            from . import mma_regs
+            bad += int((hw.mma_regs(q, *regs) != mma_regs(q, *regs)).any(axis=(1, 2)).sum())
+        n = args.count * len(samples.DISTRIBUTIONS)
+        print(f"{q:38s} {n:8d} instructions  {bad} mismatching")
+        worst = max(worst, bad)
+    print(f"GPU: {hw.device_name()}")
+    return 1 if worst else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tcsim", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.split("\n")[2:]))
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("demo", help="a guided example on built-in inputs",
+                       description="Run m16n8k8 on built-in inputs and compare with FMA and exact.")
+    d.set_defaults(run=_demo)
+    lay = sub.add_parser("layout", help="print a fragment map",
+                         description="Example: tcsim layout m16n8k8.row.col.f32.f16.f16.f32 a")
+    lay.add_argument("qualifier", help="PTX qualifier after mma.sync.aligned.")
+    lay.add_argument("operand", choices=list("abcd"))
+    lay.set_defaults(run=_layout)
+    m = sub.add_parser("mma", help="run one instruction on random inputs",
+                       description="Example: tcsim mma m16n8k16.row.col.f32.bf16.bf16.f32 "
+                                   "--distribution cancel --element 3 5")
+    m.add_argument("qualifier")
+    m.add_argument("--distribution", default="normal", choices=list(samples.DISTRIBUTIONS))
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--element", type=int, nargs=2, default=(0, 0), metavar=("ROW", "COL"))
+    m.add_argument("--arch", default="sm_90")
+    m.set_defaults(run=_mma)
+    v = sub.add_parser("verify", help="compare the simulator with the GPU",
+                       description="Example: tcsim verify --count 1000 (needs CuPy and a GPU)")
+    v.add_argument("--count", type=int, default=2000, help="instructions per distribution")
+    v.set_defaults(run=_verify)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (ValueError, TypeError, IndexError) as exc:
+        print(f"tcsim: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
