@@ -187,7 +187,8 @@ class _Engine:
     def _specials(self, bits, special, a, b, acc):
         """Outputs whose inputs include inf or NaN get the IEEE outcome in the rule's bits."""
         finite_acc = np.where(np.isfinite(acc), 0.0, acc)  # finite parts cannot matter
-        is_nan, negative = special_step(a.astype(np.float64), b.astype(np.float64), finite_acc)
+        with np.errstate(invalid="ignore"):  # signaling NaNs warn when widened
+            is_nan, negative = special_step(a.astype(np.float64), b.astype(np.float64), finite_acc)
         nan = self.rule.nan_bits[self.spec.d_type]
         inf = np.where(negative, self.fd.inf_bits(True), self.fd.inf_bits(False))
         fixed = np.where(is_nan, nan, inf).astype(bits.dtype)

@@ -10,6 +10,8 @@ from oracle import encode
 from tcsim.isa.formats import BF16, F16, F32, TF32
 
 ALL16 = np.arange(1 << 16, dtype=np.uint16)
+# Widening signaling NaNs raises numpy's "invalid value" warning; that is expected here.
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered")
 
 
 @pytest.mark.parametrize("fmt, dtype", [(F16, np.float16), (BF16, ml_dtypes.bfloat16)])
