@@ -47,6 +47,8 @@ def operands(fact: Fact):
 K8_F32 = "m16n8k8.row.col.f32.f16.f16.f32"
 K8_F16 = "m16n8k8.row.col.f16.f16.f16.f16"
 K16_BF16 = "m16n8k16.row.col.f32.bf16.bf16.f32"
+K8_TF32 = "m16n8k8.row.col.f32.tf32.tf32.f32"
+F32_NAN_LOW_PAYLOAD = np.uint32(0x7F800001).view(np.float32)  # f32 NaN, tf32 +inf
 TINY = 2.0**-24
 
 FACTS = [
@@ -85,4 +87,10 @@ FACTS = [
          (2.0**127, -(2.0**127)), 1.0, 0x00000000,
          "products of 2**254 are held exactly (no overflow) and cancel; C = 1 lies 254 binades "
          "below the alignment exponent and truncates away: +0 where exact arithmetic gives 1"),
+    Fact("tf32_ignores_nan_payload_in_low_bits", K8_TF32, (F32_NAN_LOW_PAYLOAD,), (2.0,), 1.0,
+         0x7F800000, "0x7f800001 is an f32 NaN whose payload sits in the 13 bits tf32 drops: the "
+         "tensor core reads +inf"),
+    Fact("tf32_low_bits_truncated", K8_TF32, (np.uint32(0x3F801FFF).view(np.float32),), (1.0,),
+         0.0, 0x3F800000, "1 + 8191 * 2**-23 reads as tf32 1.0: the low 13 bits are dropped, "
+         "not rounded"),
 ]

@@ -107,7 +107,7 @@ def _execute(spec: MmaSpec, arch: ArchProfile, n: int, load, store) -> None:
     ``load(s, e)`` gives chunk [s, e) as bits laid out batch-last: A as (K, M, c), B as
     (K, N, c), C as (M, N, c); ``store(s, e, d)`` takes D as (M, N, c).
     """
-    engine = _Engine(spec, arch.rule(spec.input_type))
+    engine = _Engine(spec, arch.check(spec))
     starts = range(0, n, CHUNK)
 
     def work(s: int) -> None:

@@ -53,6 +53,9 @@ class ArchProfile:
     name: str
     description: str
     rules: dict[str, AdderRule]
+    # PTX shapes this architecture runs per input type (PTX ISA: m16n8k8 f16 needs sm_75;
+    # m16n8k16 and every bf16 and tf32 shape need sm_80).
+    shapes: dict[str, tuple[str, ...]]
     m8n8k4: Literal["tensor_core", "ffma_lowering"]
     verified_on_hardware: bool
     source: str
@@ -65,19 +68,74 @@ class ArchProfile:
                 f"{self.name} has no tensor-core rule for .{input_type} inputs"
             ) from None
 
+    def check(self, spec) -> AdderRule:
+        """The rule for an instruction, or a clear error if this architecture lacks it."""
+        if spec.shape not in self.shapes.get(spec.input_type, ()):
+            raise ValueError(
+                f"{self.name} cannot run mma.sync {spec.shape} with .{spec.input_type} inputs "
+                f"(it runs: {_describe(self.shapes) or 'no m16n8 shapes'})"
+            )
+        return self.rule(spec.input_type)
 
-_SM90_ZERO = {"f32": -133, "f16": -21}
-_SM90_16BIT = AdderRule(group_size=16, fraction_bits=25, zero_exponent=_SM90_ZERO)
-_SM90_TF32 = AdderRule(group_size=8, fraction_bits=25, zero_exponent=_SM90_ZERO)
+
+def _describe(shapes: dict[str, tuple[str, ...]]) -> str:
+    return "; ".join(f".{t} {', '.join(s)}" for t, s in shapes.items() if s)
+
+
+def _rule(group: int, fraction_bits: int, zero_f32: int, zero_f16: int) -> AdderRule:
+    return AdderRule(group_size=group, fraction_bits=fraction_bits,
+                     zero_exponent={"f32": zero_f32, "f16": zero_f16})
+
+
+_PUBLISHED = (
+    "Published models, not verified on hardware by tcsim: P. Xie et al., MMA-Sim "
+    "(arXiv:2511.10909, mmasim 2.1.1 parameter tables) and F. A. Khattak, M. Mikaitis, "
+    "Accurate Models of NVIDIA Tensor Cores (arXiv:2512.07004); group sizes and alignment "
+    "also in M. Fasi et al., Numerical behavior of NVIDIA tensor cores (PeerJ CS 2021). "
+    "Special values (canonical NaN, overflow to inf, +0 results) follow MMA-Sim."
+)
+_AMPERE_SHAPES = {"f16": ("m16n8k8", "m16n8k16"), "bf16": ("m16n8k8", "m16n8k16"),
+                  "tf32": ("m16n8k4", "m16n8k8")}
+_AMPERE_RULES = {"f16": _rule(8, 24, -132, -20), "bf16": _rule(8, 24, -132, -20),
+                 "tf32": _rule(4, 24, -132, -20)}
 
 PROFILES: dict[str, ArchProfile] = {
     "sm_90": ArchProfile(
         name="sm_90",
         description="Hopper (H100): mma.sync on the tensor cores",
-        rules={"f16": _SM90_16BIT, "bf16": _SM90_16BIT, "tf32": _SM90_TF32},
+        rules={"f16": _rule(16, 25, -133, -21), "bf16": _rule(16, 25, -133, -21),
+               "tf32": _rule(8, 25, -133, -21)},
+        shapes=_AMPERE_SHAPES,
         m8n8k4="ffma_lowering",
         verified_on_hardware=True,
-        source="measured on an H100 (sm_90); see docs/numerics.md for the evidence",
+        source="Measured on an H100 (sm_90): 10**6 random instructions per qualifier and "
+               "hand-derived cases, bit for bit; docs/numerics.md gives the evidence.",
+    ),
+    "sm_89": ArchProfile(
+        name="sm_89",
+        description="Ada Lovelace (L40S, RTX 4090): as Ampere for f16, bf16 and tf32",
+        rules=_AMPERE_RULES, shapes=_AMPERE_SHAPES, m8n8k4="tensor_core",
+        verified_on_hardware=False, source=_PUBLISHED,
+    ),
+    "sm_80": ArchProfile(
+        name="sm_80",
+        description="Ampere (A100): 8-product steps for f16/bf16, 4 for tf32; k16 chains",
+        rules=_AMPERE_RULES, shapes=_AMPERE_SHAPES, m8n8k4="tensor_core",
+        verified_on_hardware=False, source=_PUBLISHED,
+    ),
+    "sm_75": ArchProfile(
+        name="sm_75",
+        description="Turing (T4): m16n8k8 with f16 inputs only",
+        rules={"f16": _rule(8, 24, -132, -20)},
+        shapes={"f16": ("m16n8k8",)}, m8n8k4="tensor_core",
+        verified_on_hardware=False, source=_PUBLISHED,
+    ),
+    "sm_70": ArchProfile(
+        name="sm_70",
+        description="Volta (V100): only m8n8k4 (4-product steps, 23 fraction bits)",
+        rules={"f16": _rule(4, 23, -131, -19)},
+        shapes={}, m8n8k4="tensor_core",
+        verified_on_hardware=False, source=_PUBLISHED,
     ),
 }
 

@@ -28,11 +28,13 @@ def oracle_mma(spec, A, B, C, rule):
 
 @pytest.mark.parametrize("qualifier", QUALIFIERS)
 @pytest.mark.parametrize("distribution", list(samples.DISTRIBUTIONS))
-def test_engine_matches_scalar_model(qualifier, distribution, rng):
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_engine_matches_scalar_model(qualifier, distribution, arch, rng):
     spec = tcsim.parse(qualifier)
-    A, B, C = samples.draw(spec, distribution, 6, rng)
-    got = mma_bits(spec, A, B, C, tcsim.profile("sm_90"))
-    want = oracle_mma(spec, A, B, C, tcsim.profile("sm_90").rule(spec.input_type))
+    prof = tcsim.profile(arch)
+    A, B, C = samples.draw(spec, distribution, 6 if arch == "sm_90" else 2, rng)
+    got = mma_bits(spec, A, B, C, prof)
+    want = oracle_mma(spec, A, B, C, prof.rule(spec.input_type))
     bad = np.argwhere(got != want)
     assert bad.size == 0, (
         f"{len(bad)} elements differ, first at {tuple(bad[0])}: "
