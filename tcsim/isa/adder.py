@@ -25,22 +25,25 @@ import numpy as np
 
 from .formats import FloatFormat
 
-# Exponent given to zero operands when zeros do not take part in alignment: far below any
-# real exponent, so the max over terms ignores them.
-ZERO_EXPONENT = -16000
-
-
 @dataclass(frozen=True)
 class WorkPlan:
-    """Dtypes that make a step exact for one operand format and fraction width."""
+    """Dtypes that make a step exact and fast for one operand format and fraction width."""
 
     work: type  # float dtype products are formed in
-    exponent: type  # int dtype of exponent sums
+    exponent: type  # int dtype of exponent fields and their pairwise sums
+    zero_sentinel: int  # exponent given to zero operands so that the max ignores them
     smallest_product_exponent: int  # lowest ea + eb of a nonzero product
 
+    def is_zero(self, exponents: np.ndarray) -> np.ndarray:
+        return exponents == self.zero_sentinel
 
-def work_plan(operand: FloatFormat, fraction_bits: int) -> WorkPlan:
-    """Pick the narrowest float dtype in which the product terms are exact (see module doc)."""
+
+def work_plan(
+    operand: FloatFormat, fraction_bits: int, accumulators: tuple[FloatFormat, ...]
+) -> WorkPlan:
+    """Pick the narrowest dtypes in which a step is exact (see module doc).
+
+    ``accumulators``: the formats the accumulator term can have (C's and D's)."""
     sig_bits = 2 * (operand.fraction_bits + 1)
     lowest = 2 * operand.emin  # exponent-field sum of two subnormals
     smallest = 2 * (operand.emin - operand.fraction_bits)  # smallest nonzero product
@@ -54,7 +57,15 @@ def work_plan(operand: FloatFormat, fraction_bits: int) -> WorkPlan:
     )
     work = np.float32 if fits32 else np.float64
     assert sig_bits <= 53 and largest < 1000 and smallest > -1000
-    return WorkPlan(work, np.int16, lowest)
+    # The sentinel must stay below every real exponent (a product's, even with the largest
+    # exponent on its other factor, and an accumulator's), and twice it must not wrap around.
+    real_lowest = min([lowest] + [acc.emin for acc in accumulators])
+    real_highest = max([lowest + 2 * operand.emax] + [acc.emax for acc in accumulators])
+    for exponent in (np.int8, np.int16):
+        sentinel = np.iinfo(exponent).min // 2 + 4
+        if sentinel + operand.emax < real_lowest and real_highest <= np.iinfo(exponent).max:
+            return WorkPlan(work, exponent, sentinel, lowest)
+    raise AssertionError(f"no exponent dtype fits {operand.name}")
 
 
 def pow2(exponent: np.ndarray, dtype: type) -> np.ndarray:
@@ -80,13 +91,15 @@ def fused_step(
     Operands come batch-last: ``a`` (G, M, n) and ``b`` (G, N, n) exact values in ``plan.work``
     with their exponent fields ``a_exponent``, ``b_exponent`` (``plan.exponent``); ``acc``
     (M, N, n) exact float64 values with exponent fields ``acc_exponent``. When
-    ``zero_exponent`` is set, zero operands carry `ZERO_EXPONENT` and any zero term brings
-    ``zero_exponent`` to the alignment; when None, zeros align by their exponent fields.
+    ``zero_exponent`` is set, zero operands carry ``plan.zero_sentinel`` and any zero term
+    brings ``zero_exponent`` to the alignment (callers pass None when that floor can never
+    exceed a nonzero term's exponent); otherwise zeros align by their exponent fields.
 
     Returns ``(total, emax)`` (M, N, n): the exact sum is ``total * 2**(emax - fraction_bits)``.
     """
     groups = a.shape[0]
-    # emax[m, n] = max over g of a_exponent[g, m] + b_exponent[g, n], and the accumulator's.
+    # emax[m, n] = max over g of a_exponent[g, m] + b_exponent[g, n], and the accumulator's;
+    # zeros carry the plan's sentinel, so they drop out of the max.
     emax = acc_exponent.astype(plan.exponent)
     pair = np.empty_like(emax)
     for g in range(groups):
@@ -94,14 +107,14 @@ def fused_step(
         np.maximum(emax, pair, out=emax)
     emax = emax.astype(np.int32)
     if zero_exponent is not None:
-        zero = ZERO_EXPONENT // 2
-        # A zero product needs a zero factor; "any zero" separates into rows and columns.
+        # A zero product needs a zero factor, so "any zero term" separates into rows,
+        # columns and the accumulator.
         has_zero = (
-            (a_exponent <= zero).any(axis=0)[:, None, :]
-            | (b_exponent <= zero).any(axis=0)[None, :, :]
-            | (acc_exponent <= zero)
+            plan.is_zero(a_exponent).any(axis=0)[:, None, :]
+            | plan.is_zero(b_exponent).any(axis=0)[None, :, :]
+            | plan.is_zero(acc_exponent)
         )
-        emax = np.where(has_zero, np.maximum(emax, zero_exponent), emax)
+        np.maximum(emax, zero_exponent, out=emax, where=has_zero)
     # Products are all zero when emax is below the smallest nonzero product's exponent, so the
     # scale may be clamped there; that keeps it a normal number in float32.
     inv_quantum = pow2(fraction_bits - np.maximum(emax, plan.smallest_product_exponent), plan.work)

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .adder import ZERO_EXPONENT, fused_step, pow2, special_step, work_plan
+from .adder import fused_step, pow2, special_step, work_plan
 from .fragments import mma_fragment
 from .profiles import AdderRule, ArchProfile, profile
 from .qualifier import MmaSpec, parse
@@ -137,8 +137,13 @@ class _Engine:
         self.fin = spec.format("a")
         self.fc = spec.format("c")
         self.fd = spec.format("d")
-        self.plan = work_plan(self.fin, rule.fraction_bits)
-        self.zero_exponent = (rule.zero_exponent or {}).get(spec.d_type)
+        self.plan = work_plan(self.fin, rule.fraction_bits, (self.fc, self.fd))
+        zero = (rule.zero_exponent or {}).get(spec.d_type)
+        # Zeros drop out of the alignment max when the rule gives them an exponent of their
+        # own; that exponent matters only if it can exceed some nonzero term's exponent.
+        self.mark_zeros = zero is not None
+        lowest_term = min(self.plan.smallest_product_exponent, self.fc.emin, self.fd.emin)
+        self.zero_exponent = zero if zero is not None and zero > lowest_term else None
         self.negative_zero_bits = self.fd.uint(1 << (self.fd.storage_bits - 1))
 
     def _operand(self, fmt, bits: np.ndarray, dtype):
@@ -148,8 +153,8 @@ class _Engine:
         np.maximum(field, field.dtype.type(1), out=field)
         exps = field.astype(self.plan.exponent) - self.plan.exponent(fmt.bias)
         values = fmt.values(bits, dtype)
-        if self.zero_exponent is not None:
-            exps[values == 0] = ZERO_EXPONENT
+        if self.mark_zeros:
+            exps[values == 0] = self.plan.zero_sentinel
         return values, exps, special
 
     def run(self, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray) -> np.ndarray:
