@@ -68,13 +68,6 @@ def work_plan(
     raise AssertionError(f"no exponent dtype fits {operand.name}")
 
 
-def pow2(exponent: np.ndarray, dtype: type) -> np.ndarray:
-    """2.0**exponent as ``dtype``, built from the bits (exponents in the normal range)."""
-    if dtype == np.float64:
-        return ((exponent.astype(np.int64) + 1023) << 52).view(np.float64)
-    return ((exponent.astype(np.int32) + 127) << 23).view(np.float32)
-
-
 def fused_step(
     a: np.ndarray,
     a_exponent: np.ndarray,
@@ -90,7 +83,7 @@ def fused_step(
 
     Operands come batch-last: ``a`` (G, M, n) and ``b`` (G, N, n) exact values in ``plan.work``
     with their exponent fields ``a_exponent``, ``b_exponent`` (``plan.exponent``); ``acc``
-    (M, N, n) exact float64 values with exponent fields ``acc_exponent``. When
+    (M, N, n) exact values (float32 or float64) with exponent fields ``acc_exponent``. When
     ``zero_exponent`` is set, zero operands carry ``plan.zero_sentinel`` and any zero term
     brings ``zero_exponent`` to the alignment (callers pass None when that floor can never
     exceed a nonzero term's exponent); otherwise zeros align by their exponent fields.
@@ -116,33 +109,36 @@ def fused_step(
         )
         np.maximum(emax, zero_exponent, out=emax, where=has_zero)
     # Products are all zero when emax is below the smallest nonzero product's exponent, so the
-    # scale may be clamped there; that keeps it a normal number in float32.
-    inv_quantum = pow2(fraction_bits - np.maximum(emax, plan.smallest_product_exponent), plan.work)
-    total = _sum_truncated_products(a, b, inv_quantum, fraction_bits)
-    # The accumulator has at most 24 significant bits, so acc * 2**k is exact in float64, and
-    # the cast to int64 truncates toward zero.
-    total += (acc * pow2(fraction_bits - emax, np.float64)).astype(np.int64)
+    # scale may be clamped there; np.ldexp scales by a power of two exactly.
+    scale = fraction_bits - np.maximum(emax, plan.smallest_product_exponent)
+    total = _sum_truncated_products(a, b, scale, fraction_bits, groups)
+    # The accumulator has at most 24 significant bits and its scaled value is below 2**(F + 1),
+    # so np.ldexp is exact in float32 too (what underflows is below 1 and truncates to 0);
+    # the cast to an integer truncates toward zero.
+    total += np.ldexp(acc, fraction_bits - emax).astype(total.dtype)
     return total, emax
 
 
-def _sum_truncated_products(a, b, inv_quantum, fraction_bits) -> np.ndarray:
-    """Sum over g of trunc(a[g] * b[g] * inv_quantum), exactly, as int64 (M, N, n).
+def _sum_truncated_products(a, b, scale, fraction_bits, groups) -> np.ndarray:
+    """Sum over g of trunc(a[g] * b[g] * 2**scale), exactly, as an int array (M, N, n).
 
     One product slice at a time, so the working set stays in cache. A term is below
-    2**(F + 2); int32 holds the sum of `block` of them before it is widened to int64.
+    2**(F + 2) and the accumulator term below 2**(F + 1); the sum stays in int32 when that
+    bound allows, otherwise int32 partial sums are widened to int64.
     """
-    block = max(1, (1 << 31) // (1 << (fraction_bits + 2)) - 1)
-    shape = inv_quantum.shape
-    term = np.empty(shape, inv_quantum.dtype)
+    term_bound = 1 << (fraction_bits + 2)
+    block = max(1, ((1 << 31) - term_bound // 2) // term_bound)
+    shape = scale.shape
+    term = np.empty(shape, a.dtype)
     truncated = np.empty(shape, np.int32)
     part = np.zeros(shape, np.int32)
-    total = np.zeros(shape, np.int64)
-    for g in range(a.shape[0]):
+    total = part if groups <= block else np.zeros(shape, np.int64)
+    for g in range(groups):
         np.multiply(a[g][:, None, :], b[g][None, :, :], out=term)
-        term *= inv_quantum
+        np.ldexp(term, scale, out=term)
         np.copyto(truncated, term, casting="unsafe")  # float -> int truncates toward zero
         part += truncated
-        if (g + 1) % block == 0 or g + 1 == a.shape[0]:
+        if total is not part and ((g + 1) % block == 0 or g + 1 == groups):
             total += part
             part[...] = 0
     return total

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .adder import fused_step, pow2, special_step, work_plan
+from .adder import fused_step, special_step, work_plan
 from .fragments import mma_fragment
 from .profiles import AdderRule, ArchProfile, profile
 from .qualifier import MmaSpec, parse
@@ -162,7 +162,7 @@ class _Engine:
         rounding, overflow = rule.output_rounding[self.spec.d_type], rule.overflow[self.spec.d_type]
         a, ea, a_special = self._operand(self.fin, a_bits, self.plan.work)  # (K, M, n)
         b, eb, b_special = self._operand(self.fin, b_bits, self.plan.work)  # (K, N, n)
-        acc, acc_e, acc_special = self._operand(self.fc, c_bits, np.float64)  # (M, N, n)
+        acc, acc_e, acc_special = self._operand(self.fc, c_bits, np.float32)  # (M, N, n)
         k = a.shape[0]
         for start in range(0, k, rule.group_size):
             g = slice(start, min(start + rule.group_size, k))
@@ -170,23 +170,21 @@ class _Engine:
                 total, emax = fused_step(
                     a[g], ea[g], b[g], eb[g], acc, acc_e, F, self.plan, self.zero_exponent
                 )
-            special = (
-                a_special[g].any(axis=0)[:, None, :]
-                | b_special[g].any(axis=0)[None, :, :]
-                | acc_special
-            )
-            has_special = special.any()
+            a_row_special = a_special[g].any(axis=0)  # (M, n)
+            b_col_special = b_special[g].any(axis=0)  # (N, n)
+            has_special = a_row_special.any() or b_col_special.any() or acc_special.any()
             if has_special:
+                special = a_row_special[:, None, :] | b_col_special[None, :, :] | acc_special
                 total[special] = 0
-            # |total| < 2**53 and the scale is a normal float64, so this product is exact.
-            exact = total.astype(np.float64) * pow2(emax - F, np.float64)
+            # |total| < 2**53 and the scale keeps it a normal float64, so this is exact.
+            exact = np.ldexp(total.astype(np.float64), emax - F)
             bits = fd.round(exact, rounding, overflow, rule.subnormal_outputs)
             if not rule.negative_zero:
                 bits[bits == self.negative_zero_bits] = 0
             if has_special:
                 bits = self._specials(bits, special, a[g], b[g], acc)
             if g.stop < k:
-                acc, acc_e, acc_special = self._operand(fd, bits, np.float64)
+                acc, acc_e, acc_special = self._operand(fd, bits, np.float32)
         return bits
 
     def _specials(self, bits, special, a, b, acc):
