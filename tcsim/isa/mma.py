@@ -152,7 +152,7 @@ class _Engine:
         special = field == (1 << fmt.exponent_bits) - 1
         np.maximum(field, field.dtype.type(1), out=field)
         exps = field.astype(self.plan.exponent) - self.plan.exponent(fmt.bias)
-        values = fmt.values(bits, dtype)
+        values = fmt.values(bits, dtype, special)
         if self.mark_zeros:
             exps[values == 0] = self.plan.zero_sentinel
         return values, exps, special
