@@ -147,9 +147,12 @@ class FragmentMap:
         return np.ascontiguousarray(np.moveaxis(elements[:, lane, element], 0, -1))
 
     def batch_last_to_registers(self, matrix_bits: np.ndarray) -> np.ndarray:
-        """Matrix bits (rows, cols, n) -> registers (n, 32, registers)."""
-        elements = matrix_bits[self.coords[..., 0], self.coords[..., 1]]  # (32, elements, n)
-        return self.to_registers(np.moveaxis(elements, -1, 0))
+        """Matrix bits (rows, cols, n) -> registers laid out batch-last (32, registers, n)."""
+        e = matrix_bits[self.coords[..., 0], self.coords[..., 1]].astype(np.uint32)
+        if self.per_register == 1:
+            return e  # (32, elements, n)
+        e = e.reshape(WARP_SIZE, self.registers, 2, -1)
+        return e[:, :, 0] | (e[:, :, 1] << np.uint32(16))
 
     # ---- values ----------------------------------------------------------------------------
 
@@ -185,6 +188,17 @@ class FragmentMap:
 
     def __repr__(self) -> str:
         return f"<FragmentMap {self.name}: {self.rows}x{self.cols} {self.format.name}>"
+
+
+def store_batch_last(destination: np.ndarray, source: np.ndarray) -> None:
+    """``destination`` (n, *rest) = ``source`` (*rest, n) moved batch-first.
+
+    One leading index at a time, so numpy's inner loop runs along the batch; a single strided
+    copy would run its inner loop over the short trailing axes and be several times slower.
+    """
+    view = np.moveaxis(destination, 0, -1)
+    for i in range(source.shape[0]):
+        view[i] = source[i]
 
 
 def _build(name, rows, cols, fmt, elements, where) -> FragmentMap:

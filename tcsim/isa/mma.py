@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from .adder import fused_step, special_step, work_plan
-from .fragments import mma_fragment
+from .fragments import mma_fragment, store_batch_last
 from .profiles import AdderRule, ArchProfile, profile
 from .qualifier import MmaSpec, parse
 
@@ -66,7 +66,7 @@ def mma_regs(
                 fb.registers_to_batch_last(b[s:e]), fc.registers_to_batch_last(c[s:e]))
 
     def store(s: int, e: int, bits: np.ndarray) -> None:
-        d[s:e] = fd.batch_last_to_registers(bits)
+        store_batch_last(d[s:e], fd.batch_last_to_registers(bits))
 
     _execute(spec, profile(arch), a.shape[0], load, store)
     return d.reshape(batch + d.shape[1:])
@@ -95,7 +95,7 @@ def mma_bits(
                      for x, order in ((A, (2, 1, 0)), (B, (1, 2, 0)), (C, (1, 2, 0))))
 
     def store(s: int, e: int, bits: np.ndarray) -> None:
-        D[s:e] = bits.transpose(2, 0, 1)
+        store_batch_last(D[s:e], bits)
 
     _execute(spec, arch, A.shape[0], load, store)
     return D.reshape(batch + (spec.m, spec.n))
