@@ -179,9 +179,10 @@ class FloatFormat:
                 bits = self.to_bits(x.astype(self.dtype))
             elif rounding == "rz" and overflow == "inf" and self.name == "f32":
                 u = x.view(np.uint64)
-                field = (u >> np.uint64(52)) & np.uint64(0x7FF)
-                # Exponent fields 1..896 are values below 2**-126 (f32's subnormal range).
-                if np.any((field > 0) & (field <= 1023 - 127)):
+                # Nonzero magnitudes below 2**-126 (f32's subnormal range) take the general
+                # path: shifting out the sign and subtracting one sends zeros to the top.
+                smallest_normal = np.uint64(1023 - 126) << np.uint64(53)
+                if np.any((u << np.uint64(1)) - np.uint64(1) < smallest_normal - np.uint64(1)):
                     return None
                 truncated = (u & np.uint64(0xFFFF_FFFF_E000_0000)).view(np.float64)
                 bits = self.to_bits(truncated.astype(np.float32))
