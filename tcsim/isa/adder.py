@@ -90,12 +90,11 @@ def fused_step(
 
     Returns ``(total, emax)`` (M, N, n): the exact sum is ``total * 2**(emax - fraction_bits)``.
     """
-    groups = a.shape[0]
     # emax[m, n] = max over g of a_exponent[g, m] + b_exponent[g, n], and the accumulator's;
     # zeros carry the plan's sentinel, so they drop out of the max.
     emax = acc_exponent.astype(plan.exponent)
     pair = np.empty_like(emax)
-    for g in range(groups):
+    for g in range(a.shape[0]):
         np.add(a_exponent[g][:, None, :], b_exponent[g][None, :, :], out=pair)
         np.maximum(emax, pair, out=emax)
     emax = emax.astype(np.int32)
@@ -111,27 +110,27 @@ def fused_step(
     # Products are all zero when emax is below the smallest nonzero product's exponent, so the
     # scale may be clamped there; np.ldexp scales by a power of two exactly.
     scale = fraction_bits - np.maximum(emax, plan.smallest_product_exponent)
-    total = _sum_truncated_products(a, b, scale, fraction_bits, groups)
     # The accumulator has at most 24 significant bits and its scaled value is below 2**(F + 1),
     # so np.ldexp is exact in float32 too (what underflows is below 1 and truncates to 0);
     # the cast to an integer truncates toward zero.
-    total += np.ldexp(acc, fraction_bits - emax).astype(total.dtype)
-    return total, emax
+    acc_term = np.ldexp(acc, fraction_bits - emax).astype(np.int32)
+    return _sum_truncated_products(a, b, scale, fraction_bits, acc_term), emax
 
 
-def _sum_truncated_products(a, b, scale, fraction_bits, groups) -> np.ndarray:
-    """Sum over g of trunc(a[g] * b[g] * 2**scale), exactly, as an int array (M, N, n).
+def _sum_truncated_products(a, b, scale, fraction_bits, acc_term) -> np.ndarray:
+    """acc_term + sum over g of trunc(a[g] * b[g] * 2**scale), exactly, as ints (M, N, n).
 
     One product slice at a time, so the working set stays in cache. A term is below
     2**(F + 2) and the accumulator term below 2**(F + 1); the sum stays in int32 when that
     bound allows, otherwise int32 partial sums are widened to int64.
     """
+    groups = a.shape[0]
     term_bound = 1 << (fraction_bits + 2)
     block = max(1, ((1 << 31) - term_bound // 2) // term_bound)
     shape = scale.shape
     term = np.empty(shape, a.dtype)
     truncated = np.empty(shape, np.int32)
-    part = np.zeros(shape, np.int32)
+    part = acc_term
     total = part if groups <= block else np.zeros(shape, np.int64)
     for g in range(groups):
         np.multiply(a[g][:, None, :], b[g][None, :, :], out=term)

@@ -1,0 +1,55 @@
+"""Simulated mma.sync instructions per second on the CPU, batched.
+
+    python benchmarks/bench_mma.py [--count N] [--repeat R] [--qualifier Q ...]
+
+For each qualifier: draw N random instructions ("normal" operands), then time tcsim.mma
+(matrix level) and tcsim.mma_regs (register level) R times each and report the best rate.
+Threads: TCSIM_THREADS (default: all cores). The figures go in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+
+import tcsim
+from tcsim.isa import samples
+
+
+def rate(fn, count: int, repeat: int) -> float:
+    fn()  # warm-up: thread pool, caches
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return count / best
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--count", type=int, default=200_000)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--qualifier", nargs="*", default=tcsim.supported_qualifiers())
+    args = p.parse_args()
+    rng = np.random.default_rng(0)
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"threads {os.environ.get('TCSIM_THREADS', os.cpu_count())}, numpy {np.__version__}")
+    print(f"{'qualifier':38s} {'mma/s':>12s} {'mma_regs/s':>12s}")
+    for q in args.qualifier:
+        spec = tcsim.parse(q)
+        A, B, C = (spec.format(o).from_bits(x)
+                   for o, x in zip("abc", samples.draw(q, "normal", args.count, rng)))
+        frags = [tcsim.fragment(q, o) for o in "abc"]
+        a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
+        r_mat = rate(lambda: tcsim.mma(q, A, B, C), args.count, args.repeat)
+        r_reg = rate(lambda: tcsim.mma_regs(q, a, b, c), args.count, args.repeat)
+        print(f"{q:38s} {r_mat:12,.0f} {r_reg:12,.0f}")
+
+
+if __name__ == "__main__":
+    main()
