@@ -9,6 +9,7 @@ formulas are written down.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import cache, cached_property
 
@@ -18,6 +19,8 @@ from .formats import FloatFormat
 from .qualifier import MmaSpec, parse
 
 WARP_SIZE = 32
+if sys.byteorder != "little":  # registers are viewed as pairs of 16-bit elements in place
+    raise ImportError("tcsim needs a little-endian machine (as every CUDA host is)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,11 +100,9 @@ class FragmentMap:
 
     def to_registers(self, lane_bits: np.ndarray) -> np.ndarray:
         """Per-lane elements -> 32-bit registers (..., 32, registers), low half first."""
-        e = np.asarray(lane_bits).astype(np.uint32)
-        if self.per_register == 1:
-            return e
-        e = e.reshape(e.shape[:-1] + (self.registers, 2))
-        return e[..., 0] | (e[..., 1] << np.uint32(16))
+        e = np.ascontiguousarray(lane_bits, dtype=self.format.uint)
+        # Two 16-bit elements, lower index first, are one little-endian 32-bit word.
+        return e.view(np.uint32)
 
     def check_registers(self, regs: np.ndarray) -> np.ndarray:
         """``regs`` as an array, after checking it is uint32 of shape (..., 32, registers)."""
@@ -132,11 +133,10 @@ class FragmentMap:
 
     def from_registers(self, regs: np.ndarray) -> np.ndarray:
         """32-bit registers (..., 32, registers) -> per-lane element bits."""
-        r = self.check_registers(regs)
+        r = np.ascontiguousarray(self.check_registers(regs))
         if self.per_register == 1:
             return r
-        halves = np.stack([r & np.uint32(0xFFFF), r >> np.uint32(16)], axis=-1)
-        return halves.reshape(r.shape[:-1] + (self.elements,)).astype(np.uint16)
+        return r.view(np.uint16)  # a view: writes through to the registers
 
     def registers_to_batch_last(self, regs: np.ndarray, transpose: bool = False) -> np.ndarray:
         """Registers (n, 32, registers) -> matrix bits (rows, cols, n), or (cols, rows, n)."""
@@ -146,13 +146,9 @@ class FragmentMap:
             lane, element = lane.T, element.T
         return np.ascontiguousarray(np.moveaxis(elements[:, lane, element], 0, -1))
 
-    def batch_last_to_registers(self, matrix_bits: np.ndarray) -> np.ndarray:
-        """Matrix bits (rows, cols, n) -> registers laid out batch-last (32, registers, n)."""
-        e = matrix_bits[self.coords[..., 0], self.coords[..., 1]].astype(np.uint32)
-        if self.per_register == 1:
-            return e  # (32, elements, n)
-        e = e.reshape(WARP_SIZE, self.registers, 2, -1)
-        return e[:, :, 0] | (e[:, :, 1] << np.uint32(16))
+    def batch_last_elements(self, matrix_bits: np.ndarray) -> np.ndarray:
+        """Matrix bits (rows, cols, n) -> per-lane elements laid out batch-last (32, E, n)."""
+        return matrix_bits[self.coords[..., 0], self.coords[..., 1]]
 
     # ---- values ----------------------------------------------------------------------------
 

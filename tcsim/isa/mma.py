@@ -60,13 +60,14 @@ def mma_regs(
     regs = [f.check_registers(x) for f, x in zip((fa, fb, fc), (a, b, c))]
     batch, (a, b, c) = _flatten(regs)
     d = np.empty((a.shape[0], 32, fd.registers), np.uint32)
+    d_elements = fd.from_registers(d)  # a view: (n, 32, elements) in D's storage type
 
     def load(s: int, e: int):
         return (fa.registers_to_batch_last(a[s:e], transpose=True),
                 fb.registers_to_batch_last(b[s:e]), fc.registers_to_batch_last(c[s:e]))
 
     def store(s: int, e: int, bits: np.ndarray) -> None:
-        store_batch_last(d[s:e], fd.batch_last_to_registers(bits))
+        store_batch_last(d_elements[s:e], fd.batch_last_elements(bits))
 
     _execute(spec, profile(arch), a.shape[0], load, store)
     return d.reshape(batch + d.shape[1:])
