@@ -44,6 +44,12 @@ def operands(fact: Fact):
     return A, B, C
 
 
+def result_bits(fact: Fact, mma) -> np.ndarray:
+    """D's bit patterns when ``mma`` (tcsim.mma or tcsim.hw.mma) runs the fact's instruction."""
+    D = mma(fact.qualifier, *operands(fact))
+    return tcsim.parse(fact.qualifier).format("d").to_bits(D)
+
+
 K8_F32 = "m16n8k8.row.col.f32.f16.f16.f32"
 K8_F16 = "m16n8k8.row.col.f16.f16.f16.f16"
 K16_BF16 = "m16n8k16.row.col.f32.bf16.bf16.f32"

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from facts import FACTS, operands
+from facts import FACTS, result_bits
 
 import tcsim
 from tcsim import hw
@@ -66,14 +66,11 @@ def test_random_instructions_agree_bit_for_bit(qualifier, rng):
 
 @pytest.mark.parametrize("fact", FACTS, ids=lambda f: f.name)
 def test_hand_derived_fact_on_hardware(fact):
-    A, B, C = operands(fact)
-    D_hw = hw.mma(fact.qualifier, A, B, C)
-    fmt = tcsim.parse(fact.qualifier).format("d")
-    got = int(fmt.to_bits(D_hw)[0, 0])
+    on_gpu = result_bits(fact, hw.mma)
+    got = int(on_gpu[0, 0])
     _log({"test": "fact", "fact": fact.name, "qualifier": fact.qualifier, "d_bits": hex(got)})
     assert got == fact.d_bits, f"{fact.why}: the GPU gives {got:#x}, not {fact.d_bits:#x}"
-    D_sim = tcsim.mma(fact.qualifier, A, B, C)
-    assert np.array_equal(fmt.to_bits(D_hw), fmt.to_bits(D_sim))
+    assert np.array_equal(on_gpu, result_bits(fact, tcsim.mma))
 
 
 def test_harness_reports_the_gpu():

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from facts import FACTS, operands
+from facts import FACTS, result_bits
 
 import tcsim
 from tcsim import Warp, fragment
@@ -11,14 +11,12 @@ from tcsim.isa import samples
 
 @pytest.mark.parametrize("fact", FACTS, ids=lambda f: f.name)
 def test_hand_derived_fact(fact):
-    A, B, C = operands(fact)
-    D = tcsim.mma(fact.qualifier, A, B, C)
-    fmt = tcsim.parse(fact.qualifier).format("d")
-    got = int(fmt.to_bits(D)[0, 0])
+    bits = result_bits(fact, tcsim.mma)
+    got = int(bits[0, 0])
     assert got == fact.d_bits, f"{fact.why}: got {got:#x}, want {fact.d_bits:#x}"
     if all(np.isfinite(fact.a_row)) and all(np.isfinite(fact.b_col)):
         # Every other element sums zero terms only: +0.
-        assert not np.any(fmt.to_bits(D).ravel()[1:])
+        assert not np.any(bits.ravel()[1:])
 
 
 @pytest.mark.parametrize("qualifier", tcsim.supported_qualifiers())
