@@ -13,6 +13,7 @@ import argparse
 import os
 import platform
 import time
+from functools import partial
 
 import numpy as np
 
@@ -46,8 +47,8 @@ def main() -> None:
                    for o, x in zip("abc", samples.draw(q, "normal", args.count, rng)))
         frags = [tcsim.fragment(q, o) for o in "abc"]
         a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
-        r_mat = rate(lambda: tcsim.mma(q, A, B, C), args.count, args.repeat)
-        r_reg = rate(lambda: tcsim.mma_regs(q, a, b, c), args.count, args.repeat)
+        r_mat = rate(partial(tcsim.mma, q, A, B, C), args.count, args.repeat)
+        r_reg = rate(partial(tcsim.mma_regs, q, a, b, c), args.count, args.repeat)
         print(f"{q:38s} {r_mat:12,.0f} {r_reg:12,.0f}")
 
 

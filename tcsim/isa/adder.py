@@ -25,6 +25,7 @@ import numpy as np
 
 from .formats import FloatFormat
 
+
 @dataclass(frozen=True)
 class WorkPlan:
     """Dtypes that make a step exact and fast for one operand format and fraction width."""
