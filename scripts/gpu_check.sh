@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: install tcsim, run the hardware tests, keep the logs, summarize.
 #   bash scripts/gpu_check.sh [explore]      logs under $OUT (./out when OUT is unset)
-# TCSIM_HW_COUNT sets random instructions per qualifier (default 10**6).
+# TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -14,6 +14,13 @@ if [ "${1:-}" = explore ]; then
   python3 scripts/explore_numerics.py "$OUT" "${EXPLORE_COUNT:-20000}" 2>&1 | tee "$OUT/explore.log"
   status=$?
 else
+  # Studies that need the GPU machine's tools: m8n8k4 lowering (SASS), the shared counters ncu has.
+  nvcc -arch=sm_90 -cubin -o "$OUT/study_m8n8k4.cubin" scripts/study_m8n8k4.cu \
+    && cuobjdump -sass "$OUT/study_m8n8k4.cubin" >"$OUT/m8n8k4_sass.txt" 2>&1
+  rm -f "$OUT/study_m8n8k4.cubin"
+  ncu=$(python3 -c "from tcsim.hw.profile import find_ncu; print(find_ncu())" 2>/dev/null)
+  [ -n "$ncu" ] && "$ncu" --query-metrics --chip gh100 2>&1 | grep -iE "shared|ldsm|ldgsts" \
+    >"$OUT/ncu_shared_metrics.txt"
   export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
   rm -f "$TCSIM_HW_LOG"
   start=$(date +%s)

@@ -17,3 +17,17 @@ if random:
 for r in rows:
     if r["test"] == "fact":
         print(f"fact {r['fact']:40s} {r['qualifier']:36s} D[0,0] = {r['d_bits']}")
+
+smem = [r for r in rows if r["test"] == "smem"]
+if smem:
+    same = 0
+    for r in smem:
+        side = "st" if r["instruction"].split(".")[0] in ("st", "stmatrix", "cp") else "ld"
+        w = r["ncu"][f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{side}.sum"]
+        c = r["ncu"][f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{side}.sum"]
+        ok = (w, c) == (r["sim_wavefronts"], r["sim_conflicts"])
+        same += ok
+        if not ok:
+            print(f"smem MISMATCH {r['instruction']} [{r['pattern']}]: ncu {w:g}/{c:g} "
+                  f"tcsim {r['sim_wavefronts']}/{r['sim_conflicts']}")
+    print(f"shared-memory patterns: {same} of {len(smem)} match Nsight Compute exactly")

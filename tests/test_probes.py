@@ -26,3 +26,13 @@ def test_hw_reports_why_it_is_unavailable_or_runs():
 
     reason = hw.unavailable_reason()
     assert reason is None or ("CuPy" in reason or "GPU" in reason or "driver" in reason)
+
+
+def test_smem_probes_cu_is_up_to_date():
+    from tcsim.hw.smem_probes import probe_source as smem_source
+
+    committed = (files("tcsim.hw") / "smem_probes.cu").read_text()
+    assert committed == smem_source(), (
+        "tcsim/hw/smem_probes.cu is stale: run "
+        "python -m tcsim.hw.smem_probes > tcsim/hw/smem_probes.cu"
+    )

@@ -15,7 +15,7 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from .formats import FloatFormat
+from .formats import F16, FloatFormat
 from .qualifier import MmaSpec, parse
 
 WARP_SIZE = 32
@@ -227,6 +227,31 @@ def _b_tf32(g, t, i):  # tf32 B: k x 8
 
 def _accumulator(g, t, i):  # C and D: 16 x 8, f16 or f32
     return g + 8 * (i // 2), 2 * t + (i % 2)
+
+
+def _ldmatrix_rows(g, t, i):  # element i = 2 * matrix + half; rows as stored in memory
+    return 8 * (i // 2) + g, 2 * t + (i % 2)
+
+
+def _ldmatrix_rows_transposed(g, t, i):
+    return 8 * (i // 2) + 2 * t + (i % 2), g
+
+
+@cache
+def ldmatrix_fragment(matrices: int, transpose: bool = False) -> FragmentMap:
+    """Which lane and register receive which element of ``ldmatrix.m8n8.x{matrices}``.
+
+    The N 8x8 b16 matrices are stacked as one (8N, 8) matrix as they sit in memory: rows
+    8i .. 8i+7 are the 16-byte rows whose addresses lanes 8i .. 8i+7 supply. Matrix i lands in
+    register i of every lane: lane l gets row l // 4, columns 2(l % 4) and 2(l % 4) + 1; with
+    ``.trans``, column l // 4, rows 2(l % 4) and 2(l % 4) + 1. stmatrix uses the same maps.
+    Elements are raw b16; the map's format is f16 only so that pack/unpack have a dtype.
+    """
+    if matrices not in (1, 2, 4):
+        raise ValueError(f"ldmatrix loads 1, 2 or 4 matrices, not {matrices}")
+    where = _ldmatrix_rows_transposed if transpose else _ldmatrix_rows
+    name = f"ldmatrix.m8n8.x{matrices}{'.trans' if transpose else ''}"
+    return _build(name, 8 * matrices, 8, F16, 2 * matrices, where)
 
 
 @cache

@@ -1,0 +1,7 @@
+"""Shared memory: bank accounting of warp-wide accesses, and a byte-addressable model."""
+
+from .access import Access, SharedMemoryError, access, parse_instruction
+from .shared import SM90_BLOCK_LIMIT, SharedMemory
+
+__all__ = ["Access", "SM90_BLOCK_LIMIT", "SharedMemory", "SharedMemoryError", "access",
+           "parse_instruction"]

@@ -1,0 +1,185 @@
+"""Bank accounting of one warp-wide shared-memory access: wavefronts, ideal, conflicts.
+
+Shared memory has 32 banks of 4 bytes; bank = (byte address // 4) % 32. The hardware serves a
+warp's request in *phases* of at most 128 bytes of requested data, and each phase takes as many
+*wavefronts* as the most distinct 4-byte words it needs from any one bank (lanes reading the
+same word are served together: a broadcast). ``conflicts = wavefronts - ideal``, as Nsight
+Compute counts them, where ``ideal`` is the wavefronts the same phases take without conflicts
+(one each).
+
+Phases by instruction:
+
+- ``ld/st.shared`` of 8, 16 or 32 bits per lane: the whole warp is one phase.
+- 64 bits per lane (``.b64``, ``.v2.b32``): half-warps (lanes 0-15, 16-31).
+- 128 bits per lane (``.v4.b32``, ``.v2.b64``): quarter-warps of 8 lanes.
+- ``ldmatrix`` / ``stmatrix`` ``.xN``: one phase per 8x8 matrix, from the 8 row addresses that
+  lanes ``8i .. 8i+7`` supply (16 bytes each).
+- ``cp.async`` (shared side of 4, 8 or 16 bytes): as a store of that width.
+
+A phase in which no lane takes part costs nothing. This module owns the parsing of the PTX
+spellings and the counting; `tcsim.memory.SharedMemory` applies it to every access it performs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+BANKS = 32
+BANK_BYTES = 4
+WARP = 32
+
+
+class SharedMemoryError(ValueError):
+    """A shared-memory access the hardware would reject: misaligned or out of range."""
+
+
+@dataclass(frozen=True)
+class SharedInstruction:
+    """A shared-memory instruction as the bank model sees it."""
+
+    spelling: str
+    kind: str  # "ld", "st", "ldmatrix", "stmatrix", "cp.async"
+    bytes_per_address: int  # bytes each supplied address covers (a row for ldmatrix)
+    address_lanes: tuple[tuple[int, ...], ...]  # lanes that supply addresses, per phase group
+    matrices: int = 0  # ldmatrix/stmatrix .xN
+    transpose: bool = False
+
+    @property
+    def is_store(self) -> bool:
+        return self.kind in ("st", "stmatrix", "cp.async")
+
+    @property
+    def alignment(self) -> int:
+        return self.bytes_per_address
+
+
+_WIDTH = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "b32": 4, "u32": 4,
+          "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
+
+
+@cache
+def parse_instruction(spelling: str) -> SharedInstruction:
+    """``"ld.shared.v4.b32"``, ``"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"``, ..."""
+    s = spelling.strip()
+    parts = s.split(".")
+    if parts[0] in ("ld", "st"):
+        m = re.fullmatch(r"(ld|st)\.shared(?:::cta)?(?:\.v([24]))?\.(\w+)", s)
+        if not m or m.group(3) not in _WIDTH:
+            raise ValueError(
+                f"{spelling!r}: expected ld.shared or st.shared with a type such as .b32, "
+                f"optionally .v2/.v4 (for example 'ld.shared.v4.b32')"
+            )
+        width = _WIDTH[m.group(3)] * int(m.group(2) or 1)
+        if width > 16:
+            raise ValueError(f"{spelling!r}: {width} bytes per lane; at most 16 are possible")
+        return SharedInstruction(s, m.group(1), width, _lane_phases(width))
+    if parts[0] in ("ldmatrix", "stmatrix"):
+        m = re.fullmatch(
+            r"(ldmatrix|stmatrix)\.sync\.aligned\.m8n8\.x([124])(\.trans)?\.shared(?:::cta)?\.b16",
+            s,
+        )
+        if not m:
+            raise ValueError(
+                f"{spelling!r}: expected {parts[0]}.sync.aligned.m8n8.x1|x2|x4[.trans].shared.b16"
+            )
+        n = int(m.group(2))
+        lanes = tuple(tuple(range(8 * i, 8 * i + 8)) for i in range(n))
+        return SharedInstruction(s, m.group(1), 16, lanes, matrices=n,
+                                 transpose=bool(m.group(3)))
+    if parts[0] == "cp":
+        m = re.fullmatch(r"cp\.async\.(ca|cg)\.shared(?:::cta)?\.global(?:\.L2::\w+)?\.(4|8|16)", s)
+        if not m or (m.group(1) == "cg" and m.group(2) != "16"):
+            raise ValueError(
+                f"{spelling!r}: expected cp.async.ca.shared.global.{{4,8,16}} or "
+                f"cp.async.cg.shared.global.16 (the copy size as the last part)"
+            )
+        width = int(m.group(2))
+        return SharedInstruction(s, "cp.async", width, _lane_phases(width))
+    raise ValueError(
+        f"{spelling!r}: not a shared-memory instruction tcsim models "
+        f"(ld.shared, st.shared, ldmatrix, stmatrix, cp.async)"
+    )
+
+
+def _lane_phases(width: int) -> tuple[tuple[int, ...], ...]:
+    per_phase = max(1, min(WARP, 128 // max(width, 4)))
+    return tuple(tuple(range(p, p + per_phase)) for p in range(0, WARP, per_phase))
+
+
+@dataclass(frozen=True)
+class Access:
+    """The accounting of one warp-wide access."""
+
+    instruction: str
+    wavefronts: int
+    ideal: int
+    # words[phase][bank]: distinct 4-byte words the phase needs from each bank.
+    words: np.ndarray
+
+    @property
+    def conflicts(self) -> int:
+        return self.wavefronts - self.ideal
+
+    def __str__(self) -> str:
+        return (f"{self.instruction}: {self.wavefronts} wavefronts, ideal {self.ideal}, "
+                f"{self.conflicts} bank conflicts")
+
+
+def _as_addresses(addresses) -> tuple[np.ndarray, np.ndarray]:
+    """32 addresses (None or negative for a lane that supplies none) -> (int64, active)."""
+    raw = list(addresses) if not isinstance(addresses, np.ndarray) else addresses.tolist()
+    if len(raw) != WARP:
+        raise ValueError(f"expected 32 lane addresses, got {len(raw)}")
+    active = np.array([a is not None and int(a) >= 0 for a in raw])
+    addr = np.array([int(a) if a is not None and int(a) >= 0 else 0 for a in raw], np.int64)
+    return addr, active
+
+
+def check_addresses(inst: SharedInstruction, addr: np.ndarray, active: np.ndarray,
+                    size: int | None = None, site: str | None = None) -> None:
+    """Raise `SharedMemoryError` for a misaligned or out-of-range address, naming the lane."""
+    where = f" at site {site!r}" if site else ""
+    for lane in np.flatnonzero(active):
+        a = int(addr[lane])
+        if a % inst.alignment:
+            raise SharedMemoryError(
+                f"{inst.spelling}{where}: lane {lane} address {a:#x} is not aligned to "
+                f"{inst.alignment} bytes"
+            )
+        if size is not None and a + inst.bytes_per_address > size:
+            raise SharedMemoryError(
+                f"{inst.spelling}{where}: lane {lane} address {a:#x} (+{inst.bytes_per_address} "
+                f"bytes) is outside shared memory of {size} bytes"
+            )
+
+
+def access(instruction: str, addresses, *, size: int | None = None,
+           site: str | None = None) -> Access:
+    """Wavefronts, ideal wavefronts and bank conflicts of one warp-wide access.
+
+    ``addresses``: the 32 lanes' byte addresses; a lane with None or a negative address supplies
+    none (for ldmatrix/stmatrix only lanes ``0 .. 8N-1`` supply row addresses anyway).
+    """
+    inst = parse_instruction(instruction)
+    addr, active = _as_addresses(addresses)
+    if inst.kind in ("ldmatrix", "stmatrix"):
+        used = np.zeros(WARP, bool)
+        used[: 8 * inst.matrices] = True
+        active = active & used
+    check_addresses(inst, addr, active, size, site)
+    words_per_address = max(1, inst.bytes_per_address // BANK_BYTES)
+    table = np.zeros((len(inst.address_lanes), BANKS), np.int64)
+    for p, lanes in enumerate(inst.address_lanes):
+        lanes = [lane for lane in lanes if active[lane]]
+        if not lanes:
+            continue
+        first = addr[lanes] // BANK_BYTES
+        words = np.unique((first[:, None] + np.arange(words_per_address)[None, :]).ravel())
+        table[p] = np.bincount(words % BANKS, minlength=BANKS)
+    wavefronts = int(table.max(axis=1).sum())
+    ideal = int((table.max(axis=1) > 0).sum())
+    return Access(inst.spelling, wavefronts, ideal, table)

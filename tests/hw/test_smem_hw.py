@@ -1,0 +1,82 @@
+"""Shared-memory bank accounting against Nsight Compute's counters, and ldmatrix/stmatrix data.
+
+Every pattern in tests/smem_patterns.py runs as one warp executing one instruction under ncu
+(`tcsim.hw.profile`); the simulator's wavefronts and conflicts must equal the counters.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from smem_patterns import patterns
+
+from tcsim.hw import runtime
+from tcsim.hw.profile import Launch, profile
+from tcsim.hw.smem_probes import SMEM_BYTES, kernel_name
+from tcsim.memory import SharedMemory, access
+from tcsim.memory.access import parse_instruction
+
+pytestmark = pytest.mark.hw
+
+SRC_WORDS = SMEM_BYTES // 4 + 32 * 4
+
+
+def _launch(spelling, addresses, label, src, mode=0):
+    addr = np.array([-1 if a is None else a for a in addresses], np.int32)
+    out = np.zeros(32 * 4, np.uint32)
+    dump = np.zeros(SMEM_BYTES // 4, np.uint32)
+    return Launch("smem_probes.cu", kernel_name(spelling), (1,), (32,),
+                  [addr, out, src, dump, mode], label)
+
+
+def _log(record):
+    path = os.environ.get("TCSIM_HW_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def test_bank_accounting_matches_nsight_compute(rng):
+    cases = patterns(rng)
+    src = np.zeros(SRC_WORDS, np.uint32)
+    counters = profile([_launch(s, a, label, src) for s, a, label in cases])
+    bad = []
+    for (spelling, addresses, label), c in zip(cases, counters):
+        sim = access(spelling, addresses)
+        side = "st" if parse_instruction(spelling).is_store else "ld"
+        hw_wave = c[f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{side}.sum"]
+        hw_conf = c[f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{side}.sum"]
+        _log({"test": "smem", "instruction": spelling, "pattern": label,
+              "sim_wavefronts": sim.wavefronts, "sim_ideal": sim.ideal,
+              "sim_conflicts": sim.conflicts, "ncu": c})
+        if (hw_wave, hw_conf) != (sim.wavefronts, sim.conflicts):
+            bad.append(f"{spelling} [{label}]: ncu {hw_wave:g} wavefronts / {hw_conf:g} conflicts,"
+                       f" tcsim {sim.wavefronts} / {sim.conflicts}")
+        if parse_instruction(spelling).kind == "ldmatrix":
+            assert c["smsp__inst_executed_op_ldsm.sum"] == 1
+    assert not bad, f"{len(bad)} of {len(cases)} patterns differ:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("spelling", [
+    f"{op}.sync.aligned.m8n8.x{n}{t}.shared.b16"
+    for op in ("ldmatrix", "stmatrix") for n in (1, 2, 4) for t in ("", ".trans")])
+def test_ldmatrix_and_stmatrix_move_the_mapped_elements(spelling, rng):
+    import cupy
+
+    src = rng.integers(0, 1 << 32, SRC_WORDS, dtype=np.uint64).astype(np.uint32)
+    rows = [int(r) * 16 for r in rng.permutation(SMEM_BYTES // 16 - 8)[:32]]
+    fn = runtime.module("smem_probes.cu").get_function(kernel_name(spelling))
+    args = [cupy.asarray(x) for x in (np.array(rows, np.int32), np.zeros(128, np.uint32), src,
+                                      np.zeros(SMEM_BYTES // 4, np.uint32))]
+    fn((1,), (32,), (*args, np.int32(3)))
+    out, dump = cupy.asnumpy(args[1]).reshape(32, 4), cupy.asnumpy(args[3])
+    sim = SharedMemory(SMEM_BYTES)
+    sim.view(0, np.uint32, SMEM_BYTES // 4)[:] = src[: SMEM_BYTES // 4]
+    n = parse_instruction(spelling).matrices
+    if spelling.startswith("ldmatrix"):
+        assert np.array_equal(sim.ldmatrix(spelling, rows), out[:, :n])
+    else:
+        regs = src[SMEM_BYTES // 4:].reshape(32, 4)[:, :n]
+        sim.stmatrix(spelling, rows, regs)
+        assert np.array_equal(sim.view(0, np.uint32, SMEM_BYTES // 4), dump)
