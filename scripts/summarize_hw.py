@@ -22,9 +22,13 @@ smem = [r for r in rows if r["test"] == "smem"]
 if smem:
     same = 0
     for r in smem:
-        side = "st" if r["instruction"].split(".")[0] in ("st", "stmatrix", "cp") else "ld"
-        w = r["ncu"][f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{side}.sum"]
-        c = r["ncu"][f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{side}.sum"]
+        if r["instruction"].startswith("cp.async"):
+            w = r["ncu"]["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
+            c = r["ncu"]["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"]
+        else:
+            side = "st" if r["instruction"].split(".")[0] in ("st", "stmatrix") else "ld"
+            w = r["ncu"][f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{side}.sum"]
+            c = r["ncu"][f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{side}.sum"]
         ok = (w, c) == (r["sim_wavefronts"], r["sim_conflicts"])
         same += ok
         if not ok:

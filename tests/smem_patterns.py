@@ -38,5 +38,21 @@ def patterns(rng: np.random.Generator) -> list[tuple[str, list, str]]:
             cands.append(("random, some lanes out",
                           [int(x) * w if rng.random() < 0.7 else None
                            for x in rng.integers(0, 2048 // w, 32)]))
+            # Broadcast across the phases of wide accesses.
+            cands.append(("half-warps identical", [(lane % 16) * w for lane in range(32)]))
+            cands.append(("half-warps identical, reversed",
+                          [(lane if lane < 16 else 31 - lane) * w for lane in range(32)]))
+            cands.append(("quarter-warps identical", [(lane % 8) * w for lane in range(32)]))
+            cands.append(("one address per half-warp", [0 if lane < 16 else 4 * w
+                                                        for lane in range(32)]))
+            cands.append(("one address per quarter-warp", [(lane // 8) * 4 * w
+                                                           for lane in range(32)]))
+            cands.append(("one address, lane 31 differs", [0] * 31 + [w]))
+            cands.append(("lanes 0 and 16, same address",
+                          [0 if lane in (0, 16) else None for lane in range(32)]))
+            cands.append(("lanes 0 and 16, two addresses",
+                          [lane * w if lane in (0, 16) else None for lane in range(32)]))
+            cands.append(("lower half-warp only", [lane * w if lane < 16 else None
+                                                   for lane in range(32)]))
         out += [(spelling, a, label) for label, a in cands if _fits(a, w)]
     return out

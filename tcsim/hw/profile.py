@@ -32,6 +32,10 @@ SHARED_METRICS = (
     "smsp__inst_executed_op_ldsm.sum",
     "smsp__inst_executed_op_shared_ld.sum",
     "smsp__inst_executed_op_shared_st.sum",
+    # cp.async (LDGSTS) writes: its own conflict counter; wavefronts only in the totals.
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_cmd_write.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
 )
 
 

@@ -44,9 +44,14 @@ def test_bank_accounting_matches_nsight_compute(rng):
     bad = []
     for (spelling, addresses, label), c in zip(cases, counters):
         sim = access(spelling, addresses)
-        side = "st" if parse_instruction(spelling).is_store else "ld"
-        hw_wave = c[f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{side}.sum"]
-        hw_conf = c[f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{side}.sum"]
+        kind = parse_instruction(spelling).kind
+        if kind == "cp.async":
+            hw_wave = c["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
+            hw_conf = c["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"]
+        else:
+            side = "st" if parse_instruction(spelling).is_store else "ld"
+            hw_wave = c[f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{side}.sum"]
+            hw_conf = c[f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{side}.sum"]
         _log({"test": "smem", "instruction": spelling, "pattern": label,
               "sim_wavefronts": sim.wavefronts, "sim_ideal": sim.ideal,
               "sim_conflicts": sim.conflicts, "ncu": c})
