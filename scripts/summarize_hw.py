@@ -23,7 +23,7 @@ if smem:
     same = 0
     for r in smem:
         if r["instruction"].startswith("cp.async"):
-            w = r["ncu"]["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
+            w = r["ncu"]["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] - 4  # global side
             c = r["ncu"]["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"]
         else:
             side = "st" if r["instruction"].split(".")[0] in ("st", "stmatrix") else "ld"

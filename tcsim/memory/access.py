@@ -7,16 +7,22 @@ same word are served together: a broadcast). ``conflicts = wavefronts - ideal``,
 Compute counts them, where ``ideal`` is the wavefronts the same phases take without conflicts
 (one each).
 
-Phases by instruction:
+Phases by instruction (each rule measured with Nsight Compute on an H100; see
+docs/bank-conflicts.md):
 
 - ``ld/st.shared`` of 8, 16 or 32 bits per lane: the whole warp is one phase.
-- 64 bits per lane (``.b64``, ``.v2.b32``): half-warps (lanes 0-15, 16-31).
-- 128 bits per lane (``.v4.b32``, ``.v2.b64``): quarter-warps of 8 lanes.
+- 64 bits per lane (``.b64``, ``.v2.b32``): half-warps (lanes 0-15, 16-31), except a load
+  whose quarter-warps each read one address, which is served as one phase.
+- 128 bits per lane (``.v4.b32``, ``.v2.b64``): quarter-warps of 8 lanes, except such a
+  uniform-quarter load, which goes by half-warps.
 - ``ldmatrix`` / ``stmatrix`` ``.xN``: one phase per 8x8 matrix, from the 8 row addresses that
   lanes ``8i .. 8i+7`` supply (16 bytes each).
-- ``cp.async`` (shared side of 4, 8 or 16 bytes): as a store of that width.
+- ``cp.async`` (shared side of 4, 8 or 16 bytes): quarter-warps at every width, and lanes that
+  write the same word do not share it.
 
-A phase in which no lane takes part costs nothing. This module owns the parsing of the PTX
+A phase in which no lane takes part costs nothing. The ideal count is one wavefront per phase,
+except for wide loads (the requested bytes over 128) and cp.async (one per group of lanes that
+requests 128 bytes). This module owns the parsing of the PTX
 spellings and the counting; `tcsim.memory.SharedMemory` applies it to every access it performs.
 """
 
@@ -157,6 +163,41 @@ def check_addresses(inst: SharedInstruction, addr: np.ndarray, active: np.ndarra
             )
 
 
+def _groups(size: int) -> list[range]:
+    return [range(start, start + size) for start in range(0, WARP, size)]
+
+
+def _uniform_quarters(addr: np.ndarray, active: np.ndarray) -> bool:
+    """Whether the active lanes of every quarter-warp share one address."""
+    for quarter in _groups(8):
+        lanes = [lane for lane in quarter if active[lane]]
+        if len(set(addr[lanes].tolist())) > 1:
+            return False
+    return True
+
+
+def _phases(inst: SharedInstruction, addr, active) -> tuple[list[range], object]:
+    """The lane groups served one after another, and how the ideal count is taken.
+
+    Measured on the H100 (docs/bank-conflicts.md): 64- and 128-bit loads whose quarter-warps
+    each read a single address are served a warp (64-bit) or a half-warp (128-bit) at a time;
+    otherwise wide loads and stores go by half-warps (64-bit) and quarter-warps (128-bit).
+    cp.async writes go by quarter-warps at every width. The ideal is one wavefront per phase
+    ("phases"); for wide loads, the bytes requested over 128 ("bytes"); for cp.async, one per
+    active group of 128 bytes' worth of lanes (a list of groups).
+    """
+    width = inst.bytes_per_address
+    if inst.kind in ("ldmatrix", "stmatrix"):
+        return [range(8 * i, 8 * i + 8) for i in range(inst.matrices)], "phases"
+    if inst.kind == "cp.async":
+        return _groups(8), _groups(128 // width)
+    if width <= 4:
+        return _groups(WARP), "phases"
+    if inst.kind == "ld" and _uniform_quarters(addr, active):
+        return _groups(32 if width == 8 else 16), "phases"
+    return _groups(16 if width == 8 else 8), "bytes" if inst.kind == "ld" else "phases"
+
+
 def access(instruction: str, addresses, *, size: int | None = None,
            site: str | None = None) -> Access:
     """Wavefronts, ideal wavefronts and bank conflicts of one warp-wide access.
@@ -172,14 +213,22 @@ def access(instruction: str, addresses, *, size: int | None = None,
         active = active & used
     check_addresses(inst, addr, active, size, site)
     words_per_address = max(1, inst.bytes_per_address // BANK_BYTES)
-    table = np.zeros((len(inst.address_lanes), BANKS), np.int64)
-    for p, lanes in enumerate(inst.address_lanes):
+    phases, ideal_rule = _phases(inst, addr, active)
+    table = np.zeros((len(phases), BANKS), np.int64)
+    for p, lanes in enumerate(phases):
         lanes = [lane for lane in lanes if active[lane]]
         if not lanes:
             continue
         first = addr[lanes] // BANK_BYTES
-        words = np.unique((first[:, None] + np.arange(words_per_address)[None, :]).ravel())
+        words = (first[:, None] + np.arange(words_per_address)[None, :]).ravel()
+        if inst.kind != "cp.async":  # lanes reading (or writing) the same word share it
+            words = np.unique(words)
         table[p] = np.bincount(words % BANKS, minlength=BANKS)
     wavefronts = int(table.max(axis=1).sum())
-    ideal = int((table.max(axis=1) > 0).sum())
+    if ideal_rule == "bytes":
+        ideal = -(-int(active.sum()) * inst.bytes_per_address // 128)
+    elif ideal_rule == "phases":
+        ideal = int((table.max(axis=1) > 0).sum())
+    else:
+        ideal = sum(1 for group in ideal_rule if active[list(group)].any())
     return Access(inst.spelling, wavefronts, ideal, table)
