@@ -21,8 +21,10 @@ docs/bank-conflicts.md):
   write the same word do not share it.
 
 A phase in which no lane takes part costs nothing. The ideal count is one wavefront per phase,
-except for wide loads (the requested bytes over 128) and cp.async (one per group of lanes that
-requests 128 bytes). This module owns the parsing of the PTX
+except for wide loads and cp.async, where it is the requested bytes over 128, counted per group
+of lanes (see `_phases`). cp.async is matched on regular patterns only: when its lanes' words
+collide in irregular ways the hardware packs them more tightly than quarter-warps
+(docs/bank-conflicts.md lists the cases). This module owns the parsing of the PTX
 spellings and the counting; `tcsim.memory.SharedMemory` applies it to every access it performs.
 """
 
@@ -183,19 +185,21 @@ def _phases(inst: SharedInstruction, addr, active) -> tuple[list[range], object]
     each read a single address are served a warp (64-bit) or a half-warp (128-bit) at a time;
     otherwise wide loads and stores go by half-warps (64-bit) and quarter-warps (128-bit).
     cp.async writes go by quarter-warps at every width. The ideal is one wavefront per phase
-    ("phases"); for wide loads, the bytes requested over 128 ("bytes"); for cp.async, one per
-    active group of 128 bytes' worth of lanes (a list of groups).
+    ("phases") or, given lane groups, the sum over groups of the bytes requested over 128: for
+    wide loads groups of 256 bytes' worth of lanes (the whole warp at 64 bits, half-warps at
+    128), for cp.async groups of 128 bytes' worth.
     """
     width = inst.bytes_per_address
     if inst.kind in ("ldmatrix", "stmatrix"):
         return [range(8 * i, 8 * i + 8) for i in range(inst.matrices)], "phases"
     if inst.kind == "cp.async":
         return _groups(8), _groups(128 // width)
+    ideal_groups = _groups(256 // width) if width > 4 else None
     if width <= 4:
         return _groups(WARP), "phases"
     if inst.kind == "ld" and _uniform_quarters(addr, active):
         return _groups(32 if width == 8 else 16), "phases"
-    return _groups(16 if width == 8 else 8), "bytes" if inst.kind == "ld" else "phases"
+    return _groups(16 if width == 8 else 8), ideal_groups if inst.kind == "ld" else "phases"
 
 
 def access(instruction: str, addresses, *, size: int | None = None,
@@ -225,10 +229,9 @@ def access(instruction: str, addresses, *, size: int | None = None,
             words = np.unique(words)
         table[p] = np.bincount(words % BANKS, minlength=BANKS)
     wavefronts = int(table.max(axis=1).sum())
-    if ideal_rule == "bytes":
-        ideal = -(-int(active.sum()) * inst.bytes_per_address // 128)
-    elif ideal_rule == "phases":
+    if ideal_rule == "phases":
         ideal = int((table.max(axis=1) > 0).sum())
     else:
-        ideal = sum(1 for group in ideal_rule if active[list(group)].any())
+        ideal = sum(-(-int(active[list(g)].sum()) * inst.bytes_per_address // 128)
+                    for g in ideal_rule)
     return Access(inst.spelling, wavefronts, ideal, table)
