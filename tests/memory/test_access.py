@@ -91,3 +91,34 @@ def test_loads_and_stores_move_bytes_and_total_per_site():
     assert t["ld"] == {"instruction": "ld.shared.v4.b32", "executions": 2, "wavefronts": 12,
                        "ideal": 8, "conflicts": 4}
     assert t["st"]["wavefronts"] == 4
+
+
+# Counted by Nsight Compute on an H100 (2026-11-22; docs/evidence/hw_smem_run*.jsonl): how
+# wide loads merge quarter-warps that read one address, how their ideal is counted, and how
+# cp.async writes are served.
+ODD = [lane if lane % 2 else None for lane in range(32)]
+MEASURED = [
+    ("ld.shared.b64", [0] * 32, 1, 0),
+    ("ld.shared.v4.b32", [0] * 32, 2, 0),
+    ("ld.shared.b64", [0 if lane < 16 else 32 for lane in range(32)], 1, 0),
+    ("ld.shared.v2.b32", [(lane // 8) * 32 for lane in range(32)], 1, 0),
+    ("ld.shared.b64", [0 if lane in (0, 16) else None for lane in range(32)], 1, 0),
+    ("ld.shared.b64", [lane * 8 if lane in (0, 16) else None for lane in range(32)], 2, 1),
+    ("ld.shared.b64", [0] * 31 + [8], 2, 0),
+    ("ld.shared.b64", [(lane % 16) * 8 for lane in range(32)], 2, 0),
+    ("ld.shared.b64", [None if a is None else a * 8 for a in ODD], 2, 1),
+    ("ld.shared.v4.b32", [None if a is None else a * 16 for a in ODD], 4, 2),
+    ("st.shared.b64", [0] * 32, 2, 0),
+    ("st.shared.b64", [None if a is None else a * 8 for a in ODD], 2, 0),
+    ("cp.async.ca.shared.global.4", [4 * lane for lane in range(32)], 4, 3),
+    ("cp.async.ca.shared.global.8", [8 * lane for lane in range(32)], 4, 2),
+    ("cp.async.ca.shared.global.16", [16 * lane for lane in range(32)], 4, 0),
+    ("cp.async.ca.shared.global.4", [0] * 32, 32, 31),
+    ("cp.async.ca.shared.global.16", [0] * 32, 32, 28),
+]
+
+
+@pytest.mark.parametrize("instruction, addresses, wavefronts, conflicts", MEASURED)
+def test_counts_measured_with_nsight(instruction, addresses, wavefronts, conflicts):
+    a = access(instruction, addresses)
+    assert (a.wavefronts, a.conflicts) == (wavefronts, conflicts)
