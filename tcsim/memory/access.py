@@ -136,6 +136,12 @@ class Access:
         return (f"{self.instruction}: {self.wavefronts} wavefronts, ideal {self.ideal}, "
                 f"{self.conflicts} bank conflicts")
 
+    def heatmap(self) -> str:
+        """Words per (phase, bank) as text; `tcsim.memory.heatmap` also draws images."""
+        from .heatmap import heatmap_text
+
+        return heatmap_text(self)
+
 
 def _as_addresses(addresses) -> tuple[np.ndarray, np.ndarray]:
     """32 addresses (None or negative for a lane that supplies none) -> (int64, active)."""

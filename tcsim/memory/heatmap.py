@@ -1,0 +1,48 @@
+"""Bank-conflict heatmaps of one warp-wide access: phases down, banks across.
+
+Each cell is the number of distinct 4-byte words a phase needs from a bank; a phase costs as
+many wavefronts as its fullest bank, so a row of 1s is conflict-free and a tall column is a
+conflict. `heatmap_text` draws it for a terminal; `heatmap_figure` draws it with matplotlib
+(the optional ``docs`` extra).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .access import BANKS, Access
+
+
+def heatmap_text(acc: Access) -> str:
+    """The access's words per (phase, bank) as a text grid, with each phase's wavefronts."""
+    head = "phase  " + "".join(f"{b:>3}" for b in range(BANKS)) + "   wavefronts"
+    lines = [str(acc), head]
+    for p, row in enumerate(acc.words):
+        cells = "".join(f"{int(n):>3}" if n else "  ." for n in row)
+        lines.append(f"{p:>5}  {cells}   {int(row.max())}")
+    return "\n".join(lines)
+
+
+def heatmap_figure(acc: Access, ax=None):
+    """A matplotlib heatmap of words per (phase, bank); returns the figure."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the optional extra
+        raise ImportError("heatmap_figure needs matplotlib: pip install 'tcsim[docs]'") from exc
+    words = np.asarray(acc.words)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(10, 0.5 + 0.35 * words.shape[0]))
+    else:
+        fig = ax.figure
+    image = ax.imshow(words, cmap="Reds", vmin=0, vmax=max(2, int(words.max())), aspect="auto")
+    ax.set_xlabel("bank")
+    ax.set_ylabel("phase")
+    ax.set_xticks(range(0, BANKS, 4))
+    ax.set_yticks(range(words.shape[0]))
+    ax.set_title(f"{acc.instruction}: {acc.wavefronts} wavefronts, {acc.conflicts} conflicts",
+                 fontsize=9)
+    for (p, b), n in np.ndenumerate(words):
+        if n:
+            ax.text(b, p, str(int(n)), ha="center", va="center", fontsize=7)
+    fig.colorbar(image, ax=ax, label="words")
+    return fig
