@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from . import fragment, mma, parse, supported_qualifiers
+from . import fragment, mma, mma_regs, parse, supported_qualifiers
 from .isa import samples
 
 DEMO_QUALIFIER = "m16n8k8.row.col.f32.f16.f16.f32"
@@ -87,7 +87,6 @@ def _verify(args) -> int:
         for dist in samples.DISTRIBUTIONS:
             regs = [f.to_registers(f.gather_bits(x))
                     for f, x in zip(frags, samples.draw(q, dist, args.count, rng))]
-            from . import mma_regs
             bad += int((hw.mma_regs(q, *regs) != mma_regs(q, *regs)).any(axis=(1, 2)).sum())
         n = args.count * len(samples.DISTRIBUTIONS)
         print(f"{q:38s} {n:8d} instructions  {bad} mismatching")

@@ -1,0 +1,37 @@
+"""The tcsim command: each subcommand runs, and errors are one readable line."""
+
+import pytest
+
+from tcsim.cli import main
+
+
+def test_demo_shows_tensor_core_and_fma_chain(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "0x3f800006" in out and "0x3f800008" in out  # tensor core vs f32 FMA chain
+
+
+def test_layout_prints_the_map(capsys):
+    assert main(["layout", "m16n8k16.row.col.f32.bf16.bf16.f32", "b"]) == 0
+    assert "T0:r0.lo" in capsys.readouterr().out
+
+
+def test_mma_shows_bits(capsys):
+    assert main(["mma", "m16n8k8.row.col.f16.f16.f16.f16", "--distribution", "cancel",
+                 "--element", "3", "5"]) == 0
+    assert "D[3,5]" in capsys.readouterr().out
+
+
+def test_bad_qualifier_is_one_line(capsys):
+    assert main(["mma", "m16n8k9.row.col.f16.f16.f16.f16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tcsim: error:") and "\n" not in err
+
+
+def test_verify_without_gpu_says_so(capsys):
+    from tcsim import hw
+
+    if hw.available():
+        pytest.skip("a GPU is present")
+    assert main(["verify"]) == 2
+    assert "no GPU" in capsys.readouterr().out
