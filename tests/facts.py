@@ -54,6 +54,8 @@ K8_F32 = "m16n8k8.row.col.f32.f16.f16.f32"
 K8_F16 = "m16n8k8.row.col.f16.f16.f16.f16"
 K16_BF16 = "m16n8k16.row.col.f32.bf16.bf16.f32"
 K8_TF32 = "m16n8k8.row.col.f32.tf32.tf32.f32"
+QP_F32 = "m8n8k4.row.col.f32.f16.f16.f32"
+QP_F16 = "m8n8k4.col.row.f16.f16.f16.f16"
 F32_NAN_LOW_PAYLOAD = np.uint32(0x7F800001).view(np.float32)  # f32 NaN, tf32 +inf
 TINY = 2.0**-24
 
@@ -99,4 +101,13 @@ FACTS = [
     Fact("tf32_low_bits_truncated", K8_TF32, (np.uint32(0x3F801FFF).view(np.float32),), (1.0,),
          0.0, 0x3F800000, "1 + 8191 * 2**-23 reads as tf32 1.0: the low 13 bits are dropped, "
          "not rounded"),
+    # m8n8k4 on sm_90 is an FFMA sequence (tcsim.isa.quad_pair, notes/m8n8k4-sass.md).
+    Fact("quad_pair_f32_adds_c_last", QP_F32, (2.0**-12,) * 4, (2.0**-12,) * 4, 1.0,
+         0x3F800002, "the products chain from +0 to 4 * 2**-24 = 2**-22 before C = 1 joins: "
+         "1 + 2**-22; a chain starting from C would round each 2**-24 away (1.0), and so would "
+         "Volta's tensor cores"),
+    Fact("quad_pair_f16_adds_c_to_the_first_pair", QP_F16, (3 * 2.0**-12, 0.0, -1.0, 0.0),
+         (2.0**-12, 0.0, 1.0, 0.0), 1.0, 0x0004,
+         "fl(1 + 3 * 2**-24) = 1 + 2**-22 (a tie rounded to even), then - 1: 2**-22; exact "
+         "arithmetic, or C added last, gives 3 * 2**-24 (0x0003)"),
 ]

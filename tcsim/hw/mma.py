@@ -41,5 +41,20 @@ def mma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarr
     """``D = A @ B + C`` computed by the GPU's mma.sync; same contract as `tcsim.mma`."""
     spec = parse(qualifier)
     frags = [mma_fragment(spec, op) for op in "abcd"]
-    a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
-    return frags[3].unpack(mma_regs(spec.qualifier, a, b, c))
+    per = spec.products_per_warp
+    if per == 1:
+        a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
+        return frags[3].unpack(mma_regs(spec.qualifier, a, b, c))
+    # m8n8k4: a warp computes four products; group them four to a warp (zeros pad the last).
+    mats = np.broadcast_arrays(*(np.asarray(x) for x in (A, B, C)))
+    batch = mats[0].shape[:-2]
+    n = int(np.prod(batch, dtype=np.int64))
+    warps = -(-n // per)
+    regs = []
+    for f, m in zip(frags, mats):
+        m = m.reshape((n,) + m.shape[-2:])
+        m = np.concatenate([m, np.zeros((warps * per - n,) + m.shape[1:], m.dtype)])
+        regs.append(f.pack(m.reshape(warps, f.rows, f.cols)))
+    D = frags[3].unpack(mma_regs(spec.qualifier, *regs))
+    D = D.reshape(warps * per, frags[3].rows // per, frags[3].cols)[:n]
+    return D.reshape(batch + D.shape[1:])

@@ -9,6 +9,186 @@ typedef unsigned int uint32_t;
     if (warp >= (count)) return;                                    \
     const long long slot = (long long)warp * 32 + lane;
 
+extern "C" __global__ void probe_mma_m8n8k4_row_row_f32_f16_f16_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[8], d[8];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 8; ++i) c[i] = gc[slot * 8 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%12, %13, %14, %15, %16, %17, %18, %19};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "r"(c[5]), "r"(c[6]), "r"(c[7]));
+    for (int i = 0; i < 8; ++i) gd[slot * 8 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_row_row_f16_f16_f16_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16 {%0, %1, %2, %3}, {%4, %5}, {%6, %7}, {%8, %9, %10, %11};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_row_row_f32_f16_f16_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[4], d[8];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%12, %13, %14, %15};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 8; ++i) gd[slot * 8 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_row_col_f32_f16_f16_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[8], d[8];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 8; ++i) c[i] = gc[slot * 8 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%12, %13, %14, %15, %16, %17, %18, %19};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "r"(c[5]), "r"(c[6]), "r"(c[7]));
+    for (int i = 0; i < 8; ++i) gd[slot * 8 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_row_col_f16_f16_f16_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16 {%0, %1, %2, %3}, {%4, %5}, {%6, %7}, {%8, %9, %10, %11};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_row_col_f32_f16_f16_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[4], d[8];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%12, %13, %14, %15};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 8; ++i) gd[slot * 8 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_col_row_f32_f16_f16_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[8], d[8];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 8; ++i) c[i] = gc[slot * 8 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.col.row.f32.f16.f16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%12, %13, %14, %15, %16, %17, %18, %19};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "r"(c[5]), "r"(c[6]), "r"(c[7]));
+    for (int i = 0; i < 8; ++i) gd[slot * 8 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_col_row_f16_f16_f16_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.col.row.f16.f16.f16.f16 {%0, %1, %2, %3}, {%4, %5}, {%6, %7}, {%8, %9, %10, %11};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_col_row_f32_f16_f16_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[4], d[8];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.col.row.f32.f16.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%12, %13, %14, %15};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 8; ++i) gd[slot * 8 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_col_col_f32_f16_f16_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[8], d[8];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 8; ++i) c[i] = gc[slot * 8 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.col.col.f32.f16.f16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%12, %13, %14, %15, %16, %17, %18, %19};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "r"(c[5]), "r"(c[6]), "r"(c[7]));
+    for (int i = 0; i < 8; ++i) gd[slot * 8 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_col_col_f16_f16_f16_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.col.col.f16.f16.f16.f16 {%0, %1, %2, %3}, {%4, %5}, {%6, %7}, {%8, %9, %10, %11};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m8n8k4_col_col_f32_f16_f16_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[2], c[4], d[8];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m8n8k4.col.col.f32.f16.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%12, %13, %14, %15};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 8; ++i) gd[slot * 8 + i] = d[i];
+}
+
 extern "C" __global__ void probe_mma_m16n8k8_row_col_f16_f16_f16_f16(
     const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
     const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)

@@ -229,6 +229,36 @@ def _accumulator(g, t, i):  # C and D: 16 x 8, f16 or f32
     return g + 8 * (i // 2), 2 * t + (i % 2)
 
 
+# m8n8k4 (PTX ISA "Matrix Fragments for mma.m8n8k4 with .f16"): quad-pair q = g % 4 is lanes
+# 4q..4q+3 (low group) and 4q+16..4q+19 (high group, g >= 4). The warp's four products are
+# stacked: product q's A is rows 8q..8q+7 of a (32, 4) matrix, its B rows 4q..4q+3 of (16, 8),
+# its C and D rows 8q..8q+7 of (32, 8).
+
+def _qp_a_row(g, t, i):
+    return 8 * (g % 4) + t + 4 * (g // 4), i
+
+
+def _qp_a_col(g, t, i):
+    return 8 * (g % 4) + i + 4 * (g // 4), t
+
+
+def _qp_b_row(g, t, i):
+    return 4 * (g % 4) + t, i + 4 * (g // 4)
+
+
+def _qp_b_col(g, t, i):
+    return 4 * (g % 4) + i, t + 4 * (g // 4)
+
+
+def _qp_acc_f16(g, t, i):
+    return 8 * (g % 4) + t + 4 * (g // 4), i
+
+
+def _qp_acc_f32(g, t, i):
+    row = (t & 1) + (i & 2) + 4 * (g // 4)
+    return 8 * (g % 4) + row, (i & 4) + (t & 2) + (i & 1)
+
+
 def _ldmatrix_rows(g, t, i):  # element i = 2 * matrix + half; rows as stored in memory
     return 8 * (i // 2) + g, 2 * t + (i % 2)
 
@@ -258,9 +288,17 @@ def ldmatrix_fragment(matrices: int, transpose: bool = False) -> FragmentMap:
 def _mma_fragment(qualifier: str, operand: str) -> FragmentMap:
     spec = parse(qualifier)
     rows, cols = spec.matrix_shape(operand)
+    rows *= spec.products_per_warp  # m8n8k4: the four quad-pair products, stacked
     fmt = spec.format(operand)
     elements = rows * cols // WARP_SIZE
-    if operand in ("c", "d"):
+    if spec.products_per_warp > 1:
+        if operand in ("c", "d"):
+            where = _qp_acc_f32 if fmt.name == "f32" else _qp_acc_f16
+        else:
+            layout = spec.a_layout if operand == "a" else spec.b_layout
+            where = {("a", "row"): _qp_a_row, ("a", "col"): _qp_a_col,
+                     ("b", "row"): _qp_b_row, ("b", "col"): _qp_b_col}[operand, layout]
+    elif operand in ("c", "d"):
         where = _accumulator
     elif spec.input_type == "tf32":
         where = _a_tf32 if operand == "a" else _b_tf32

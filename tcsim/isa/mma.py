@@ -17,6 +17,7 @@ import numpy as np
 from .adder import fused_step, special_step, work_plan
 from .fragments import mma_fragment, store_batch_last
 from .profiles import AdderRule, ArchProfile, profile
+from .quad_pair import ffma_lowering_bits
 from .qualifier import MmaSpec, parse
 
 CHUNK = 2048  # instructions per chunk: long numpy inner loops, working set near L2
@@ -36,8 +37,7 @@ def mma(
     ignored, as the hardware ignores them). Returns D (..., M, N) in D's dtype.
     """
     spec = parse(qualifier)
-    bits = [f.format.to_bits(f.check_matrix(x))
-            for f, x in zip((mma_fragment(spec, op) for op in "abc"), (A, B, C))]
+    bits = [_matrix_bits(spec, op, x) for op, x in zip("abc", (A, B, C))]
     # Same bits as unpack(mma_regs(pack(A), pack(B), pack(C))), without the register shuffles.
     return spec.format("d").from_bits(mma_bits(spec, *bits, profile(arch)))
 
@@ -58,6 +58,8 @@ def mma_regs(
     spec = parse(qualifier)
     fa, fb, fc, fd = (mma_fragment(spec, op) for op in "abcd")
     regs = [f.check_registers(x) for f, x in zip((fa, fb, fc), (a, b, c))]
+    if spec.products_per_warp > 1:
+        return _quad_pair_regs(spec, regs, profile(arch))
     batch, (a, b, c) = _flatten(regs)
     d = np.empty((a.shape[0], 32, fd.registers), np.uint32)
     d_elements = fd.from_registers(d)  # a view: (n, 32, elements) in D's storage type
@@ -69,8 +71,36 @@ def mma_regs(
     def store(s: int, e: int, bits: np.ndarray) -> None:
         store_batch_last(d_elements[s:e], fd.batch_last_elements(bits))
 
-    _execute(spec, profile(arch), a.shape[0], load, store)
+    _execute(spec, profile(arch).check(spec), a.shape[0], load, store)
     return d.reshape(batch + d.shape[1:])
+
+
+def _matrix_bits(spec: MmaSpec, operand: str, x) -> np.ndarray:
+    """Bit patterns of one product's operand matrix (..., rows, cols), checked."""
+    x = np.asarray(x)
+    fmt = spec.format(operand)
+    rows, cols = spec.matrix_shape(operand)
+    name = f"{spec.qualifier} {operand.upper()}"
+    if x.dtype != fmt.dtype:
+        raise TypeError(f"{name}: expected dtype {fmt.dtype.name} ({fmt.name}), "
+                        f"got {x.dtype.name}")
+    if x.ndim < 2 or x.shape[-2:] != (rows, cols):
+        raise ValueError(f"{name}: expected a matrix of shape (..., {rows}, {cols}), "
+                         f"got {x.shape}")
+    return fmt.to_bits(x)
+
+
+def _quad_pair_regs(spec: MmaSpec, regs, arch: ArchProfile) -> np.ndarray:
+    """m8n8k4 registers: a warp's four stacked quad-pair products, one product at a time."""
+    frags = [mma_fragment(spec, op) for op in "abcd"]
+    per = spec.products_per_warp
+    mats = []
+    for frag, r in zip(frags, regs):
+        m = frag.scatter_bits(frag.from_registers(r))  # (..., 4 * rows, cols)
+        mats.append(m.reshape(m.shape[:-2] + (per, frag.rows // per, frag.cols)))
+    D = mma_bits(spec, *mats, arch)  # (..., 4, 8, 8)
+    D = D.reshape(D.shape[:-3] + (frags[3].rows, frags[3].cols))
+    return frags[3].to_registers(frags[3].gather_bits(D))
 
 
 def _flatten(arrays: list[np.ndarray]) -> tuple[tuple, list[np.ndarray]]:
@@ -88,6 +118,9 @@ def mma_bits(
     spec: MmaSpec, A: np.ndarray, B: np.ndarray, C: np.ndarray, arch: ArchProfile
 ) -> np.ndarray:
     """D bit patterns (..., M, N) from A (..., M, K), B (..., K, N), C (..., M, N) bit patterns."""
+    rule = arch.check(spec)
+    if rule is None:  # m8n8k4 as ptxas lowers it (sm_90)
+        return ffma_lowering_bits(spec, np.asarray(A), np.asarray(B), np.asarray(C))
     batch, (A, B, C) = _flatten([np.asarray(x) for x in (A, B, C)])
     D = np.empty((A.shape[0], spec.m, spec.n), spec.format("d").uint)
 
@@ -98,17 +131,17 @@ def mma_bits(
     def store(s: int, e: int, bits: np.ndarray) -> None:
         store_batch_last(D[s:e], bits)
 
-    _execute(spec, arch, A.shape[0], load, store)
+    _execute(spec, rule, A.shape[0], load, store)
     return D.reshape(batch + (spec.m, spec.n))
 
 
-def _execute(spec: MmaSpec, arch: ArchProfile, n: int, load, store) -> None:
+def _execute(spec: MmaSpec, rule: AdderRule, n: int, load, store) -> None:
     """Run the engine over ``n`` instructions in cache-sized chunks, on the thread pool.
 
     ``load(s, e)`` gives chunk [s, e) as bits laid out batch-last: A as (K, M, c), B as
     (K, N, c), C as (M, N, c); ``store(s, e, d)`` takes D as (M, N, c).
     """
-    engine = _Engine(spec, arch.check(spec))
+    engine = _Engine(spec, rule)
     starts = range(0, n, CHUNK)
 
     def work(s: int) -> None:

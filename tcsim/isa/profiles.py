@@ -53,12 +53,15 @@ class ArchProfile:
     name: str
     description: str
     rules: dict[str, AdderRule]
-    # PTX shapes this architecture runs per input type (PTX ISA: m16n8k8 f16 needs sm_75;
-    # m16n8k16 and every bf16 and tf32 shape need sm_80).
+    # PTX shapes this architecture runs per input type (PTX ISA: m8n8k4 needs sm_70, m16n8k8 f16
+    # sm_75; m16n8k16 and every bf16 and tf32 shape need sm_80).
     shapes: dict[str, tuple[str, ...]]
-    m8n8k4: Literal["tensor_core", "ffma_lowering"]
+    # How m8n8k4 runs: on the tensor cores with `quad_pair_rule`, as ptxas's FFMA lowering
+    # (tcsim.isa.quad_pair), or "unpublished" where no study gives its numerics.
+    m8n8k4: Literal["tensor_core", "ffma_lowering", "unpublished"]
     verified_on_hardware: bool
     source: str
+    quad_pair_rule: AdderRule | None = None
 
     def rule(self, input_type: str) -> AdderRule:
         try:
@@ -68,14 +71,24 @@ class ArchProfile:
                 f"{self.name} has no tensor-core rule for .{input_type} inputs"
             ) from None
 
-    def check(self, spec) -> AdderRule:
-        """The rule for an instruction, or a clear error if this architecture lacks it."""
+    def check(self, spec) -> AdderRule | None:
+        """The adder rule for an instruction (None for m8n8k4's FFMA lowering), or a clear
+        error if this architecture lacks the instruction or its numerics are unknown."""
         if spec.shape not in self.shapes.get(spec.input_type, ()):
             raise ValueError(
                 f"{self.name} cannot run mma.sync {spec.shape} with .{spec.input_type} inputs "
-                f"(it runs: {_describe(self.shapes) or 'no m16n8 shapes'})"
+                f"(it runs: {_describe(self.shapes)})"
             )
-        return self.rule(spec.input_type)
+        if spec.products_per_warp == 1:
+            return self.rule(spec.input_type)
+        if self.m8n8k4 == "ffma_lowering":
+            return None
+        if self.quad_pair_rule is None:
+            raise ValueError(
+                f"{self.name}: no published study gives the numerics of m8n8k4 here; tcsim "
+                f"models it on sm_70 and sm_75 (tensor cores, published) and sm_90 (measured)"
+            )
+        return self.quad_pair_rule
 
 
 def _describe(shapes: dict[str, tuple[str, ...]]) -> str:
@@ -94,8 +107,10 @@ _PUBLISHED = (
     "also in M. Fasi et al., Numerical behavior of NVIDIA tensor cores (PeerJ CS 2021). "
     "Special values (canonical NaN, overflow to inf, +0 results) follow MMA-Sim."
 )
-_AMPERE_SHAPES = {"f16": ("m16n8k8", "m16n8k16"), "bf16": ("m16n8k8", "m16n8k16"),
+_AMPERE_SHAPES = {"f16": ("m8n8k4", "m16n8k8", "m16n8k16"), "bf16": ("m16n8k8", "m16n8k16"),
                   "tf32": ("m16n8k4", "m16n8k8")}
+# Volta's quad-pair tensor cores; Turing runs m8n8k4 with the same settings (MMA-Sim).
+_VOLTA = _rule(4, 23, -131, -19)
 _AMPERE_RULES = {"f16": _rule(8, 24, -132, -20), "bf16": _rule(8, 24, -132, -20),
                  "tf32": _rule(4, 24, -132, -20)}
 
@@ -114,27 +129,27 @@ PROFILES: dict[str, ArchProfile] = {
     "sm_89": ArchProfile(
         name="sm_89",
         description="Ada Lovelace (L40S, RTX 4090): as Ampere for f16, bf16 and tf32",
-        rules=_AMPERE_RULES, shapes=_AMPERE_SHAPES, m8n8k4="tensor_core",
+        rules=_AMPERE_RULES, shapes=_AMPERE_SHAPES, m8n8k4="unpublished",
         verified_on_hardware=False, source=_PUBLISHED,
     ),
     "sm_80": ArchProfile(
         name="sm_80",
         description="Ampere (A100): 8-product steps for f16/bf16, 4 for tf32; k16 chains",
-        rules=_AMPERE_RULES, shapes=_AMPERE_SHAPES, m8n8k4="tensor_core",
+        rules=_AMPERE_RULES, shapes=_AMPERE_SHAPES, m8n8k4="unpublished",
         verified_on_hardware=False, source=_PUBLISHED,
     ),
     "sm_75": ArchProfile(
         name="sm_75",
         description="Turing (T4): m16n8k8 with f16 inputs only",
         rules={"f16": _rule(8, 24, -132, -20)},
-        shapes={"f16": ("m16n8k8",)}, m8n8k4="tensor_core",
+        shapes={"f16": ("m8n8k4", "m16n8k8")}, m8n8k4="tensor_core", quad_pair_rule=_VOLTA,
         verified_on_hardware=False, source=_PUBLISHED,
     ),
     "sm_70": ArchProfile(
         name="sm_70",
         description="Volta (V100): only m8n8k4 (4-product steps, 23 fraction bits)",
-        rules={"f16": _rule(4, 23, -131, -19)},
-        shapes={}, m8n8k4="tensor_core",
+        rules={"f16": _VOLTA},
+        shapes={"f16": ("m8n8k4",)}, m8n8k4="tensor_core", quad_pair_rule=_VOLTA,
         verified_on_hardware=False, source=_PUBLISHED,
     ),
 }

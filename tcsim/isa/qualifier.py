@@ -15,10 +15,12 @@ from .formats import FloatFormat, format_named
 
 PREFIX = "mma.sync.aligned."
 
-# Input type -> shapes (m, n, k) for which PTX defines mma.sync with .row.col layouts, and the
-# accumulator types allowed for D and C. The m8n8k4 (Volta quad-pair) shape is separate.
+# Input type -> shapes (m, n, k) for which PTX defines mma.sync, and the accumulator types
+# allowed for D and C. m8n8k4 (the Volta quad-pair shape) takes any A and B layout, and D may
+# be f32 with an f16 C; every other shape is .row.col with D and C of one type.
+QUAD_PAIR = (8, 8, 4)
 _SHAPES = {
-    "f16": ((16, 8, 8), (16, 8, 16)),
+    "f16": (QUAD_PAIR, (16, 8, 8), (16, 8, 16)),
     "bf16": ((16, 8, 8), (16, 8, 16)),
     "tf32": ((16, 8, 4), (16, 8, 8)),
 }
@@ -66,6 +68,11 @@ class MmaSpec:
         return self.a_type
 
     @property
+    def products_per_warp(self) -> int:
+        """m8n8k4: a warp computes 4 independent products (one per quad-pair); others: 1."""
+        return 4 if (self.m, self.n, self.k) == QUAD_PAIR else 1
+
+    @property
     def kernel_name(self) -> str:
         """Name of this instruction's probe kernel in tcsim/hw/probes.cu."""
         return "probe_mma_" + self.qualifier.replace(".", "_")
@@ -109,9 +116,14 @@ def parse(qualifier: str) -> MmaSpec:
     if mnk not in _SHAPES[a_type]:
         shapes = ", ".join(f"m{s[0]}n{s[1]}k{s[2]}" for s in _SHAPES[a_type])
         raise QualifierError(f"{qualifier!r}: .{a_type} inputs come in shapes {shapes}")
-    if (a_layout, b_layout) != ("row", "col"):
+    quad_pair = mnk == QUAD_PAIR
+    layouts_ok = (a_layout in ("row", "col") and b_layout in ("row", "col")) if quad_pair \
+        else (a_layout, b_layout) == ("row", "col")
+    if not layouts_ok:
         raise QualifierError(
-            f"{qualifier!r}: shape {shape} requires .row.col layouts, got .{a_layout}.{b_layout}"
+            f"{qualifier!r}: shape {shape} requires "
+            + ("row or col layouts" if quad_pair else ".row.col layouts")
+            + f", got .{a_layout}.{b_layout}"
         )
     allowed = _ACCUMULATORS[a_type]
     for what, t in (("D", d_type), ("C", c_type)):
@@ -120,11 +132,12 @@ def parse(qualifier: str) -> MmaSpec:
                 f"{qualifier!r}: {what} type .{t} is not allowed with .{a_type} inputs "
                 f"(allowed: {', '.join('.' + x for x in allowed)})"
             )
-    if d_type != c_type:
-        # ptxas: ".dtype must be '.f32' when .ctype is '.f32'" for the m16n8 shapes.
+    if d_type != c_type and not (quad_pair and (d_type, c_type) == ("f32", "f16")):
+        # ptxas: ".dtype must be '.f32' when .ctype is '.f32'"; m16n8 shapes need equal types.
         raise QualifierError(
-            f"{qualifier!r}: shape {shape} requires D and C of the same type "
-            f"(got .{d_type} and .{c_type})"
+            f"{qualifier!r}: shape {shape} allows D and C of the same type"
+            + (" or .f32 D with .f16 C" if quad_pair else "")
+            + f" (got .{d_type} and .{c_type})"
         )
     return MmaSpec(q, *mnk, a_layout, b_layout, d_type, a_type, b_type, c_type)
 
@@ -134,6 +147,12 @@ def supported_qualifiers() -> list[str]:
     out = []
     for itype, shapes in _SHAPES.items():
         for m, n, k in shapes:
+            if (m, n, k) == QUAD_PAIR:
+                for a in ("row", "col"):
+                    for b in ("row", "col"):
+                        for d, c in (("f32", "f32"), ("f16", "f16"), ("f32", "f16")):
+                            out.append(f"m8n8k4.{a}.{b}.{d}.{itype}.{itype}.{c}")
+                continue
             for acc in _ACCUMULATORS[itype]:
                 out.append(f"m{m}n{n}k{k}.row.col.{acc}.{itype}.{itype}.{acc}")
     return out

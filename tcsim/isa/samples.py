@@ -183,7 +183,11 @@ DISTRIBUTIONS: dict[str, Callable[[MmaSpec, int, np.random.Generator], Matrices]
 
 def draw(qualifier: str | MmaSpec, distribution: str, count: int,
          rng: np.random.Generator) -> Matrices:
-    """Bit-pattern matrices (A, B, C) for ``count`` instructions from a named distribution."""
+    """Bit-pattern matrices (A, B, C) for ``count`` instructions from a named distribution.
+
+    For m8n8k4 one instruction is a warp's four quad-pair products, stacked as the fragment
+    maps stack them: A (count, 32, 4), B (count, 16, 8), C (count, 32, 8).
+    """
     spec = parse(qualifier) if isinstance(qualifier, str) else qualifier
     try:
         gen = DISTRIBUTIONS[distribution]
@@ -191,4 +195,6 @@ def draw(qualifier: str | MmaSpec, distribution: str, count: int,
         raise ValueError(
             f"unknown distribution {distribution!r}; choose from {', '.join(DISTRIBUTIONS)}"
         ) from None
-    return gen(spec, count, rng)
+    per = spec.products_per_warp
+    mats = gen(spec, count * per, rng)
+    return tuple(m.reshape((count, per * m.shape[-2], m.shape[-1])) for m in mats)

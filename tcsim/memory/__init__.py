@@ -2,7 +2,20 @@
 
 from .access import Access, SharedMemoryError, access, parse_instruction
 from .heatmap import heatmap_figure, heatmap_text
+from .layouts import (
+    ColumnMajor,
+    Layout,
+    RowMajor,
+    Swizzle,
+    Swizzled,
+    TensorOpMultiplicand,
+    TensorOpMultiplicandCongruous,
+    TensorOpMultiplicandCrosswise,
+    visualize_layout,
+)
 from .shared import SM90_BLOCK_LIMIT, SharedMemory
 
-__all__ = ["Access", "SM90_BLOCK_LIMIT", "SharedMemory", "SharedMemoryError", "access",
-           "heatmap_figure", "heatmap_text", "parse_instruction"]
+__all__ = ["Access", "ColumnMajor", "Layout", "RowMajor", "SM90_BLOCK_LIMIT", "SharedMemory",
+           "SharedMemoryError", "Swizzle", "Swizzled", "TensorOpMultiplicand",
+           "TensorOpMultiplicandCongruous", "TensorOpMultiplicandCrosswise", "access",
+           "heatmap_figure", "heatmap_text", "parse_instruction", "visualize_layout"]

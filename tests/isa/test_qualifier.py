@@ -20,6 +20,8 @@ def test_parse_fields():
     ("m16n8k8.row.col.f16.bf16.bf16.f16", "not allowed"),
     ("m16n8k8.row.col.f32.f16.f16.f16", "same type"),
     ("m16n8k8.row.col.s32.s8.s8.s32", "unsupported input type"),
+    ("m8n8k4.row.col.f16.f16.f16.f32", r"same type or \.f32 D with \.f16 C"),
+    ("m8n8k4.row.col.f32.bf16.bf16.f32", "shapes m16n8k8"),
     ("mX.row.col.f32.f16.f16.f32", "not a shape"),
 ])
 def test_bad_qualifiers_name_the_problem(bad, message):
@@ -29,6 +31,6 @@ def test_bad_qualifiers_name_the_problem(bad, message):
 
 def test_supported_list_parses_and_is_complete():
     quals = tcsim.supported_qualifiers()
-    assert len(quals) == len(set(quals)) == 8
+    assert len(quals) == len(set(quals)) == 20  # 12 of them m8n8k4 (4 layouts x 3 types)
     for q in quals:
         assert parse(q).qualifier == q

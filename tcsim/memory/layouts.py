@@ -1,0 +1,576 @@
+"""Shared-memory layouts: functions from a tile's logical (row, col) to an element offset.
+
+This module owns CuTe's `Swizzle` (an XOR of two bit fields of an offset), the plain
+`RowMajor` and `ColumnMajor` tiles (optionally padded), `Swizzled` (a swizzle applied on top
+of any layout), CUTLASS's tensor-op multiplicand layouts for 128-bit accesses
+(include/cutlass/layout/tensor_op_multiplicand_sm75.h), and `visualize_layout`, which prints a
+layout as CUTLASS's examples/03_visualize_layout does.
+
+Every offset function is vectorized: give numpy arrays of rows and columns and get an array of
+offsets back, so a whole tile, or the 32 lane addresses that `tcsim.memory.access` counts, is
+one call. Offsets count elements; `Layout.byte_address` scales them to bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "ColumnMajor",
+    "ColumnMajorTensorOpMultiplicandCongruous",
+    "ColumnMajorTensorOpMultiplicandCrosswise",
+    "Layout",
+    "RowMajor",
+    "RowMajorTensorOpMultiplicandCongruous",
+    "RowMajorTensorOpMultiplicandCrosswise",
+    "Swizzle",
+    "Swizzled",
+    "TensorOpMultiplicand",
+    "TensorOpMultiplicandCongruous",
+    "TensorOpMultiplicandCrosswise",
+    "visualize_layout",
+]
+
+Offset = int | np.ndarray  # an int for scalar coordinates, an int64 array for arrays
+
+
+def _as_int_array(values: ArrayLike, name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iu" and arr.size:
+        raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def _count(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Swizzle
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Swizzle:
+    """CuTe's ``Swizzle<BBits, MBase, SShift>`` (include/cute/swizzle.hpp) on integer offsets.
+
+    ``f(x) = x ^ shiftr(x & yyy_mask, shift)``: the ``bits`` bits at ``base + max(0, shift)``
+    (YYY) are XOR-ed into the ``bits`` bits at ``base - min(0, shift)`` (ZZZ); the low ``base``
+    bits stay put (a 2**base-element vector is never split). A positive shift moves YYY right,
+    a negative one left. Why: rows 128 bytes apart start in the same banks; XOR-ing the row's
+    low bits into the 16-byte-chunk bits gives each of 8 consecutive rows its own bank group.
+    ``|shift| >= bits`` (CuTe's static_assert) keeps YYY and ZZZ apart, so f is an involution.
+    As in CuTe, ``shift`` defaults to ``bits``.
+    """
+
+    bits: int
+    base: int
+    shift: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.shift is None:
+            object.__setattr__(self, "shift", self.bits)
+        for name in ("bits", "base", "shift"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ValueError(f"Swizzle {name} must be an integer, got {value!r}")
+        if self.bits < 0 or self.base < 0:
+            raise ValueError(f"Swizzle bits and base must be >= 0, got {self.bits}, {self.base}")
+        if abs(self.shift) < self.bits:
+            raise ValueError(
+                f"Swizzle<{self.bits},{self.base},{self.shift}>: |shift| must be at least bits, "
+                f"or the YYY and ZZZ fields overlap (CuTe rejects it too)"
+            )
+
+    @property
+    def yyy_mask(self) -> int:
+        """The source bits: ``((1 << bits) - 1) << (base + max(0, shift))``."""
+        return ((1 << self.bits) - 1) << (self.base + max(0, self.shift))
+
+    @property
+    def zzz_mask(self) -> int:
+        """The bits that get flipped: ``((1 << bits) - 1) << (base - min(0, shift))``."""
+        return ((1 << self.bits) - 1) << (self.base - min(0, self.shift))
+
+    def __call__(self, offset: ArrayLike) -> Offset:
+        """The swizzled offset(s): an int for an int, an int64 array for an array."""
+        if isinstance(offset, (int, np.integer)) and not isinstance(offset, bool):
+            x = int(offset)
+            y = x & self.yyy_mask
+            return x ^ (y >> self.shift if self.shift >= 0 else y << -self.shift)
+        x = _as_int_array(offset, "offset")
+        y = x & self.yyy_mask
+        return x ^ (y >> self.shift if self.shift >= 0 else y << -self.shift)
+
+    def __str__(self) -> str:
+        return f"Swizzle<{self.bits},{self.base},{self.shift}>"
+
+
+# --------------------------------------------------------------------------------------------
+# Layouts
+# --------------------------------------------------------------------------------------------
+
+
+class Layout(ABC):
+    """A tile of ``shape = (rows, cols)`` elements in shared memory.
+
+    ``offset(row, col)`` is the element's offset from the tile's start; ``capacity`` is how
+    many elements of storage the tile spans (what to allocate). Subclasses implement
+    ``_offset`` on in-range int64 arrays; the public methods check and broadcast.
+    """
+
+    shape: tuple[int, int]
+
+    @property
+    @abstractmethod
+    def capacity(self) -> int:
+        """Elements of shared memory the tile spans."""
+
+    @abstractmethod
+    def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
+        """Offsets of in-range int64 coordinates of equal shape."""
+
+    def offset(self, row: ArrayLike, col: ArrayLike) -> Offset:
+        """Element offset of (row, col); arrays broadcast and give an int64 array."""
+        r, c = np.broadcast_arrays(_as_int_array(row, "row"), _as_int_array(col, "col"))
+        rows, cols = self.shape
+        bad = (r < 0) | (r >= rows) | (c < 0) | (c >= cols)
+        if bad.any():
+            i = np.flatnonzero(bad.ravel())[0]
+            raise ValueError(
+                f"({int(r.ravel()[i])}, {int(c.ravel()[i])}) is outside the {rows}x{cols} tile "
+                f"of {self!r}"
+            )
+        out = np.asarray(self._offset(r, c))  # 0-d arithmetic gives numpy scalars
+        return int(out) if out.ndim == 0 else out
+
+    def offsets(self) -> np.ndarray:
+        """Offsets of the whole tile: an int64 array of ``shape``."""
+        r, c = np.indices(self.shape, dtype=np.int64)
+        return self._offset(r, c)
+
+    def byte_address(self, row: ArrayLike, col: ArrayLike, element_bytes: int,
+                     base: int = 0) -> Offset:
+        """``base + offset * element_bytes``: the shared-memory byte address a lane supplies."""
+        if isinstance(element_bytes, bool) or not isinstance(element_bytes, (int, np.integer)) \
+                or element_bytes <= 0:
+            raise ValueError(f"element_bytes must be a positive integer, got {element_bytes!r}")
+        return base + self.offset(row, col) * int(element_bytes)
+
+
+class RowMajor(Layout):
+    """Row ``r`` starts at ``r * (cols + pad)``: CUTLASS's ``RowMajor`` with ldm = cols + pad.
+
+    Padding is the classic cure for bank conflicts: with 64 f16 per row plus a pad of 8, the 8
+    rows an ldmatrix phase reads start 16 bytes apart in the banks instead of all in bank 0.
+    """
+
+    def __init__(self, rows: int, cols: int, pad: int = 0) -> None:
+        self.shape = (_count(rows, "rows"), _count(cols, "cols"))
+        self.pad = _count(pad, "pad")
+
+    @property
+    def pitch(self) -> int:
+        """Elements from the start of one row to the next (CUTLASS's ldm)."""
+        return self.shape[1] + self.pad
+
+    @property
+    def capacity(self) -> int:
+        return self.shape[0] * self.pitch
+
+    def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
+        return row * self.pitch + col
+
+    def __repr__(self) -> str:
+        return f"RowMajor({self.shape[0]}, {self.shape[1]}, pad={self.pad})"
+
+
+class ColumnMajor(Layout):
+    """Column ``c`` starts at ``c * (rows + pad)``: CUTLASS's ``ColumnMajor``, ldm = rows + pad."""
+
+    def __init__(self, rows: int, cols: int, pad: int = 0) -> None:
+        self.shape = (_count(rows, "rows"), _count(cols, "cols"))
+        self.pad = _count(pad, "pad")
+
+    @property
+    def pitch(self) -> int:
+        """Elements from the start of one column to the next (CUTLASS's ldm)."""
+        return self.shape[0] + self.pad
+
+    @property
+    def capacity(self) -> int:
+        return self.shape[1] * self.pitch
+
+    def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
+        return col * self.pitch + row
+
+    def __repr__(self) -> str:
+        return f"ColumnMajor({self.shape[0]}, {self.shape[1]}, pad={self.pad})"
+
+
+class Swizzled(Layout):
+    """``swizzle(layout.offset(row, col))``: CuTe's composition of a Swizzle after a layout.
+
+    The swizzle acts on element offsets, so pick ``base`` for the element size: for f16,
+    ``Swizzle(3, 3, 3)`` keeps 8-element (16-byte) vectors whole and XORs the row index mod 8
+    (offset bits 6..8 of a 64-element row) into the vector's index within its 128-byte row.
+    """
+
+    def __init__(self, layout: Layout, swizzle: Swizzle) -> None:
+        self.layout = layout
+        self.swizzle = swizzle
+        self.shape = layout.shape
+        offsets = self.offsets()
+        top = int(offsets.max()) + 1 if offsets.size else 0
+        self._capacity = max(layout.capacity, top)
+
+    @property
+    def capacity(self) -> int:
+        """The inner layout's capacity, or more if the swizzle moves an offset past it."""
+        return self._capacity
+
+    def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
+        return self.swizzle(self.layout._offset(row, col))
+
+    def __repr__(self) -> str:
+        return f"Swizzled({self.layout!r}, {self.swizzle!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# CUTLASS tensor-op multiplicand layouts (include/cutlass/layout/tensor_op_multiplicand_sm75.h)
+# --------------------------------------------------------------------------------------------
+
+_ACCESS_BITS = 128  # kAccessSize: every thread moves 128 bits at a time
+_LINE_VECTORS = 8  # kTileShapeContiguous = 128 bytes / 16-byte access
+_PARTITION = 4  # PartitionShape = PitchLinearShape<4, 4>, in vectors
+
+
+class TensorOpMultiplicand(Layout):
+    """CUTLASS ``layout::TensorOpMultiplicand<ElementSize, Crosswise>``.
+
+    The shared-memory layout of CUTLASS's Turing/Ampere tensor-op GEMMs: every thread moves
+    128-bit vectors (kAccessSize), a shared-memory line is 128 bytes (kTileShapeContiguous = 8
+    vectors), and the vectors within a line are permuted by an XOR of the strided index, so
+    that 8 lanes reading the same 16-byte vector of 8 consecutive strided rows (one ldmatrix
+    phase) hit 8 distinct 16-byte bank groups, while each vector stays whole. The index
+    arithmetic mirrors CUTLASS's ``operator()`` step for step.
+
+    A pitch-linear tile: ``row`` is CUTLASS's strided coordinate and ``col`` its contiguous
+    one (``PitchLinearCoord(contiguous=col, strided=row)``), so ``shape = (strided,
+    contiguous)``. CUTLASS's parameters and constants:
+
+    - ``element_bits``: ElementSize, bits per element (1, 2, 4, ..., 128).
+    - ``crosswise``: Crosswise, contiguous elements that belong together (the K extent of a
+      K-contiguous operand); ``kElementsPerAccess <= Crosswise <= 8 * kElementsPerAccess``.
+    - ``elements_per_access``: kElementsPerAccess = 128 / ElementSize.
+    - ``factor``: kFactor = kTileShapeContiguous * kElementsPerAccess / Crosswise, strided rows
+      packed side by side into one 128-byte line.
+    - ``tile_shape_stride``: kTileShapeStride = max(kTileShapeContiguous / kFactor, 4), lines
+      per fundamental tile (in units of kFactor strided rows).
+    - ``shape``: the (strided, contiguous) extent; by default one fundamental tile,
+      ``(kFactor * kTileShapeStride, Crosswise)``. The contiguous extent must be a multiple of
+      Crosswise and the strided extent of kFactor, so the tile is whole 128-byte lines.
+    - ``ldm``: stride_[0]; default the contiguous extent (CUTLASS's ``packed(extent)``).
+      Strided row group ``s / kFactor`` starts at element ``(s / kFactor) * ldm * kFactor``.
+    """
+
+    _orientation = "pitch"  # "pitch" and "row": row = strided; "column": col = strided
+    _specializes_32b = False  # TensorOpMultiplicandCongruous<32, Crosswise> has its own formula
+
+    def __init__(self, element_bits: int, crosswise: int,
+                 shape: tuple[int, int] | None = None, ldm: int | None = None) -> None:
+        name = type(self).__name__
+        if element_bits not in (1, 2, 4, 8, 16, 32, 64, 128) or isinstance(element_bits, bool):
+            raise ValueError(f"{name}: ElementSize must be a power of two from 1 to 128 bits, "
+                             f"got {element_bits!r}")
+        self.element_bits = int(element_bits)
+        self.elements_per_access = _ACCESS_BITS // self.element_bits
+        per = self.elements_per_access
+        if (isinstance(crosswise, bool) or not isinstance(crosswise, (int, np.integer))
+                or crosswise <= 0 or crosswise & (crosswise - 1)
+                or not per <= crosswise <= _LINE_VECTORS * per):
+            raise ValueError(
+                f"{name}<{element_bits},{crosswise}>: Crosswise must be a power of two from "
+                f"kElementsPerAccess ({per}) to one 128-byte line ({_LINE_VECTORS * per} elements)"
+            )
+        self.crosswise = int(crosswise)
+        self._congruous_32b = self._specializes_32b and self.element_bits == 32
+        if self._congruous_32b:
+            # TensorOpMultiplicandCongruous<32, Crosswise>: kFactor = 1, TileShape<8, 4>.
+            self.factor = 1
+            self.tile_shape_stride = 4
+            tile = (4, _LINE_VECTORS * per)
+        else:
+            self.factor = _LINE_VECTORS * per // self.crosswise
+            self.tile_shape_stride = max(_LINE_VECTORS // self.factor, 32 // _LINE_VECTORS)
+            tile = (self.factor * self.tile_shape_stride, self.crosswise)
+        if shape is None:
+            strided, contiguous = tile
+        else:
+            if len(shape) != 2:
+                raise ValueError(f"{name}: shape must be (rows, cols), got {shape!r}")
+            rows, cols = _count(shape[0], "rows"), _count(shape[1], "cols")
+            strided, contiguous = (cols, rows) if self._orientation == "column" else (rows, cols)
+        if contiguous % tile[1]:
+            raise ValueError(f"{name}<{element_bits},{crosswise}>: the contiguous extent "
+                             f"{contiguous} must be a multiple of {tile[1]} elements")
+        if strided % self.factor:
+            raise ValueError(f"{name}<{element_bits},{crosswise}>: the strided extent "
+                             f"{strided} must be a multiple of kFactor = {self.factor} "
+                             f"(rows that share a 128-byte line)")
+        self.ldm = contiguous if ldm is None else _count(ldm, "ldm")
+        if self.ldm < contiguous:
+            raise ValueError(f"{name}: ldm {self.ldm} is smaller than the contiguous extent "
+                             f"{contiguous}; rows would overlap")
+        self._pitch_shape = (strided, contiguous)
+        self.shape = (contiguous, strided) if self._orientation == "column" else (strided,
+                                                                                   contiguous)
+
+    @property
+    def capacity(self) -> int:
+        """CUTLASS's ``capacity(extent)``: strided extent * ldm."""
+        return self._pitch_shape[0] * self.ldm
+
+    def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
+        if self._orientation == "column":
+            row, col = col, row
+        if self._congruous_32b:
+            return self._congruous_32b_offset(row, col)
+        return self._pitch_offset(row, col)
+
+    def _pitch_offset(self, strided: np.ndarray, contiguous: np.ndarray) -> np.ndarray:
+        """TensorOpMultiplicand::operator()(PitchLinearCoord(contiguous, strided))."""
+        per, factor = self.elements_per_access, self.factor
+        tile_contiguous = _LINE_VECTORS // factor  # TileShape::kContiguous / kFactor
+
+        # The vector holding the element, in units of 128-bit accesses.
+        vec_contiguous_idx = contiguous // per
+        vec_strided_idx = strided // factor
+
+        # The fundamental tile, and the vector's place in it.
+        tile_contiguous_idx = vec_contiguous_idx // tile_contiguous
+        tile_contiguous_residual = (vec_contiguous_idx % tile_contiguous
+                                    + (strided % factor) * tile_contiguous)
+        tile_strided_residual = vec_strided_idx % self.tile_shape_stride
+
+        # The 4x4-vector partition within the tile, and the vector's place in it.
+        partition_contiguous_idx = tile_contiguous_residual // _PARTITION
+        partition_strided_idx = tile_strided_residual // _PARTITION
+        partition_contiguous_residual = tile_contiguous_residual % _PARTITION
+        partition_strided_residual = tile_strided_residual % _PARTITION
+
+        # The swizzle: XOR vector within partition, and partition within tile.
+        permuted_vec_contiguous_within_partition = (partition_contiguous_residual
+                                                    ^ (partition_strided_residual % 4))
+        permuted_partition_contiguous_within_tile = (partition_contiguous_idx
+                                                     ^ (partition_strided_idx % 2))
+
+        element_contiguous = ((tile_contiguous_idx * _LINE_VECTORS
+                               + permuted_partition_contiguous_within_tile * _PARTITION
+                               + permuted_vec_contiguous_within_partition) * per
+                              + contiguous % per)
+        element_strided = vec_strided_idx
+        return element_contiguous + element_strided * self.ldm * factor
+
+    def _congruous_32b_offset(self, strided: np.ndarray, contiguous: np.ndarray) -> np.ndarray:
+        """TensorOpMultiplicandCongruous<32, Crosswise>::operator(): tiles of 4 strided rows
+        of 32 elements (8 vectors), the vector index XOR-ed with 2 * (strided mod 4)."""
+        tc = contiguous // 32
+        ts = strided // 4
+        c = (contiguous % 32) // self.elements_per_access
+        s = strided % 4
+        return ((c ^ (2 * s)) * self.elements_per_access + s * self.ldm + tc * 32
+                + ts * self.ldm * 4 + contiguous % 4)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.element_bits}, {self.crosswise}, "
+                f"shape={self.shape}, ldm={self.ldm})")
+
+
+class TensorOpMultiplicandCongruous(TensorOpMultiplicand):
+    """CUTLASS ``TensorOpMultiplicandCongruous<ElementSize, Crosswise>``, pitch-linear.
+
+    For an operand whose contiguous dimension is M or N (A column-major, B row-major); CUTLASS
+    picks Crosswise = one 128-byte line (64 for f16), so kFactor = 1. The same arithmetic as
+    `TensorOpMultiplicand`, except for ElementSize 32, where CUTLASS specializes it: 4-row
+    tiles of 32 elements, vector index XOR 2 * (strided mod 4), Crosswise unused.
+    """
+
+    _specializes_32b = True
+
+
+class TensorOpMultiplicandCrosswise(TensorOpMultiplicand):
+    """CUTLASS ``TensorOpMultiplicandCrosswise<ElementSize, Crosswise>``, pitch-linear.
+
+    For an operand whose contiguous dimension is K (A row-major, B column-major): Crosswise is
+    the K extent of the tile, and kFactor rows of Crosswise elements share each 128-byte line.
+    The same arithmetic as `TensorOpMultiplicand`.
+    """
+
+
+class ColumnMajorTensorOpMultiplicandCongruous(TensorOpMultiplicandCongruous):
+    """CUTLASS ``ColumnMajorTensorOpMultiplicandCongruous``: (row, col) is
+    PitchLinearCoord(contiguous=row, strided=col); ``shape = (rows, cols)``, ldm = rows."""
+
+    _orientation = "column"
+
+
+class RowMajorTensorOpMultiplicandCongruous(TensorOpMultiplicandCongruous):
+    """CUTLASS ``RowMajorTensorOpMultiplicandCongruous``: (row, col) is
+    PitchLinearCoord(contiguous=col, strided=row); ``shape = (rows, cols)``, ldm = cols."""
+
+    _orientation = "row"
+
+
+class ColumnMajorTensorOpMultiplicandCrosswise(TensorOpMultiplicandCrosswise):
+    """CUTLASS ``ColumnMajorTensorOpMultiplicandCrosswise``: (row, col) is
+    PitchLinearCoord(contiguous=row, strided=col); ``shape = (rows, cols)``, ldm = rows."""
+
+    _orientation = "column"
+
+
+class RowMajorTensorOpMultiplicandCrosswise(TensorOpMultiplicandCrosswise):
+    """CUTLASS ``RowMajorTensorOpMultiplicandCrosswise``: (row, col) is
+    PitchLinearCoord(contiguous=col, strided=row); ``shape = (rows, cols)``, ldm = cols."""
+
+    _orientation = "row"
+
+
+# --------------------------------------------------------------------------------------------
+# visualize_layout: CUTLASS examples/03_visualize_layout
+# --------------------------------------------------------------------------------------------
+
+_TENSOR_OP_FAMILIES: dict[str, type[TensorOpMultiplicand]] = {
+    cls.__name__: cls
+    for cls in (TensorOpMultiplicand, TensorOpMultiplicandCongruous,
+                TensorOpMultiplicandCrosswise, ColumnMajorTensorOpMultiplicandCongruous,
+                ColumnMajorTensorOpMultiplicandCrosswise, RowMajorTensorOpMultiplicandCongruous,
+                RowMajorTensorOpMultiplicandCrosswise)
+}
+_PLAIN = ("PitchLinear", "RowMajor", "ColumnMajor")
+_NAME = re.compile(r"([A-Za-z]\w*)(?:<(\d+),(\d+)>)?")
+
+
+def _layout_for(name: str, extent: tuple[int, int],
+                stride: int | None) -> tuple[Layout, bool]:
+    """The layout 03_visualize_layout builds for ``name`` and ``extent`` (given in CUTLASS's
+    TensorCoord order), and whether its coordinates are pitch-linear (contiguous, strided)."""
+    m = _NAME.fullmatch(re.sub(r"\s+", "", name))
+    family = m.group(1) if m else None
+    if m and family in _PLAIN and m.group(2) is None:
+        if family == "ColumnMajor":
+            rows, cols = extent
+            pitch = rows if stride is None else stride
+            if pitch < rows:
+                raise ValueError(f"stride {pitch} is smaller than the {rows} rows of a column")
+            return ColumnMajor(rows, cols, pad=pitch - rows), False
+        lead, other = extent  # RowMajor (row, column); PitchLinear (contiguous, strided)
+        if family == "RowMajor":
+            lead, other = other, lead
+        pitch = lead if stride is None else stride
+        if pitch < lead:
+            raise ValueError(f"stride {pitch} is smaller than the {lead} elements of a row")
+        return RowMajor(other, lead, pad=pitch - lead), family == "PitchLinear"
+    if m and family in _TENSOR_OP_FAMILIES and m.group(2) is not None:
+        cls = _TENSOR_OP_FAMILIES[family]
+        pitch_linear = cls._orientation == "pitch"
+        shape = (extent[1], extent[0]) if pitch_linear else extent
+        layout = cls(int(m.group(2)), int(m.group(3)), shape=shape, ldm=stride)
+        return layout, pitch_linear
+    raise ValueError(
+        f"Layout {name!r} not supported: expected PitchLinear, RowMajor, ColumnMajor, or "
+        f"one of {', '.join(f'{n}<ElementSize,Crosswise>' for n in _TENSOR_OP_FAMILIES)} "
+        f"(the Volta, interleaved and sm80 64b/128b layouts are not modeled)"
+    )
+
+
+def _pair(value: int | Sequence[int], name: str, default_second: int | None) -> tuple[int, int]:
+    items = [value] if isinstance(value, (int, np.integer)) else list(value)
+    if default_second is not None and len(items) == 1:
+        items.append(default_second)
+    if len(items) != 2:
+        raise ValueError(f"{name} must have rank 2 (given: {len(items)})")
+    return _count(items[0], name), _count(items[1], name)
+
+
+def visualize_layout(name: str, extent: Sequence[int] = (32, 8), vectorize: int = 1,
+                     output_shape: int | Sequence[int] = (16, 8),
+                     stride: int | None = None) -> str:
+    """The text CUTLASS's ``03_visualize_layout <name> --extent=.. --vectorize=..
+    --output-shape=.. [--stride=..]`` prints, without its final newline (so ``print`` of it
+    matches the example's output exactly).
+
+    Shared memory is listed in offset order: ``output_shape[0]`` elements per line,
+    ``output_shape[1]`` lines per block, blocks separated by a blank line. Each element shows
+    the logical coordinate stored there, in CUTLASS's TensorCoord order: (contiguous,
+    strided) for pitch-linear layouts (PitchLinear, TensorOpMultiplicand, ...Congruous,
+    ...Crosswise), (row, column) for RowMajor, ColumnMajor and their TensorOp variants;
+    ``extent`` is given in the same order, and storage with no element prints as a space.
+    Runs of ``vectorize`` elements (when vectorize > 2) print as one vector, ``(0..7, 0)``,
+    when all of them are stored and only one coordinate changes along the run, as in
+    CUTLASS, which does not check that the run is consecutive. To see 16-byte vectors in
+    128-byte lines, use vectorize = 128 / ElementSize and output_shape = (1024 /
+    ElementSize, 4), as in the example's usage text. The defaults are the example's.
+    """
+    if isinstance(vectorize, bool) or not isinstance(vectorize, (int, np.integer)) \
+            or vectorize < 1:
+        raise ValueError(f"vectorize must be a positive integer, got {vectorize!r}")
+    per_line, lines_per_block = _pair(output_shape, "output_shape", 8)
+    if per_line < 1 or lines_per_block < 1:
+        raise ValueError(f"output_shape must be positive, got {per_line},{lines_per_block}")
+    if per_line % vectorize:
+        raise ValueError(f"vectorize={vectorize} must divide contiguous elements in "
+                         f"output_shape={per_line},{lines_per_block}")
+    layout, pitch_linear = _layout_for(name, _pair(extent, "extent", None), stride)
+
+    # Which logical coordinate each storage element holds (-1: none), in TensorCoord order.
+    rows, cols = np.indices(layout.shape, dtype=np.int64)
+    coord = (cols, rows) if pitch_linear else (rows, cols)
+    offsets = layout.offsets().ravel()
+    capacity = layout.capacity
+    if offsets.size and int(offsets.max()) >= capacity:
+        raise ValueError(f"{name}: an offset reaches {int(offsets.max())}, beyond the "
+                         f"capacity of {capacity}")
+    held = np.full((2, capacity), -1, np.int64)
+    held[0, offsets] = coord[0].ravel()
+    held[1, offsets] = coord[1].ravel()
+    if capacity % vectorize:
+        raise ValueError(f"vectorize={vectorize} must divide the layout's capacity of "
+                         f"{capacity} elements")
+
+    groups = held.reshape(2, -1, vectorize)  # (rank, vector, lane)
+    valid = groups[0] >= 0
+    changes = (groups != groups[:, :, :1]).any(axis=2)  # (rank, vector)
+    as_vector = (vectorize > 2) & (~valid.any(axis=1)
+                                   | (valid.all(axis=1) & ~(changes[0] & changes[1])))
+
+    def element(c0: int, c1: int) -> str:
+        return f"({c0}, {c1})" if c0 >= 0 else " "
+
+    cells = []
+    for v in range(groups.shape[1]):
+        c0, c1 = int(groups[0, v, 0]), int(groups[1, v, 0])
+        if not as_vector[v]:
+            cells.append("".join(element(int(a), int(b)) for a, b in groups[:, v].T))
+        elif c0 < 0:
+            cells.append(" ")
+        elif changes[0, v]:
+            cells.append(f"({c0}..{c0 + vectorize - 1}, {c1})")
+        elif changes[1, v]:
+            cells.append(f"({c0}, {c1}..{c1 + vectorize - 1})")
+        else:
+            cells.append(element(c0, c1))
+
+    step = per_line // vectorize
+    lines = ["|".join(cells[i:i + step]) for i in range(0, len(cells), step)]
+    blocks = ["\n".join(lines[i:i + lines_per_block])
+              for i in range(0, len(lines), lines_per_block)]
+    return "\n\n".join(blocks)
