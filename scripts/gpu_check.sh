@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: install tcsim, run the hardware tests, keep the logs, summarize.
-#   bash scripts/gpu_check.sh [smem|explore]   logs under $OUT (./out when OUT is unset)
+#   bash scripts/gpu_check.sh [mma|smem|explore]   logs under $OUT (./out when OUT is unset)
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 set -uo pipefail
 OUT=${OUT:-out}
@@ -10,7 +10,14 @@ python3 -m pip install --no-deps --no-build-isolation -e . >"$OUT/install.log" 2
   || { cat "$OUT/install.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
-if [ "${1:-}" = smem ]; then
+if [ "${1:-}" = mma ]; then  # only the mma tests, optionally filtered: TCSIM_K="m8n8k4"
+  export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
+  rm -f "$TCSIM_HW_LOG"
+  python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_mma_hw.py \
+    ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
+  status=${PIPESTATUS[0]}
+  python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
+elif [ "${1:-}" = smem ]; then
   export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
   rm -f "$TCSIM_HW_LOG"
   python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_smem_hw.py 2>&1 \
