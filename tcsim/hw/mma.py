@@ -46,8 +46,9 @@ def mma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarr
         a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
         return frags[3].unpack(mma_regs(spec.qualifier, a, b, c))
     # m8n8k4: a warp computes four products; group them four to a warp (zeros pad the last).
-    mats = np.broadcast_arrays(*(np.asarray(x) for x in (A, B, C)))
-    batch = mats[0].shape[:-2]
+    mats = [np.asarray(x) for x in (A, B, C)]
+    batch = np.broadcast_shapes(*(m.shape[:-2] for m in mats))
+    mats = [np.broadcast_to(m, batch + m.shape[-2:]) for m in mats]
     n = int(np.prod(batch, dtype=np.int64))
     warps = -(-n // per)
     regs = []

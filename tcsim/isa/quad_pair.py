@@ -22,19 +22,34 @@ from .qualifier import MmaSpec
 CANONICAL_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF}
 
 
+CHUNK = 8192  # products per pass: the (8, 8, CHUNK) float32 arrays stay in cache
+
+
 def ffma_lowering_bits(spec: MmaSpec, A: np.ndarray, B: np.ndarray,
                        C: np.ndarray) -> np.ndarray:
     """D bits (..., 8, 8) from per-product A (..., 8, 4), B (..., 4, 8), C (..., 8, 8) bits."""
+    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2], C.shape[:-2])
+    flat = [np.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])
+            for x in (A, B, C)]
+    n = flat[0].shape[0]
+    out = np.empty((n, 8, 8), spec.format("d").uint)
+    for start in range(0, n, CHUNK):
+        # Batch last, so every numpy loop runs over the products.
+        chunk = [np.ascontiguousarray(x[start:start + CHUNK].transpose(1, 2, 0)) for x in flat]
+        out[start:start + CHUNK] = _ffma_chunk(spec, *chunk).transpose(2, 0, 1)
+    return out.reshape(batch + (8, 8))
+
+
+def _ffma_chunk(spec: MmaSpec, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """A (8, 4, n), B (4, 8, n), C (8, 8, n) bits, batch last -> D bits (8, 8, n)."""
     fin, fc, fd = (spec.format(op) for op in "acd")
-    a = fin.values(A, np.float32)
-    b = fin.values(B, np.float32)
-    c = fc.values(C, np.float32)
+    a, b, c = fin.values(A, np.float32), fin.values(B, np.float32), fc.values(C, np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
-        p = [a[..., :, k, None] * b[..., k, None, :] for k in range(4)]  # (..., 8, 8) each
+        p = [a[:, k, None] * b[k, None, :] for k in range(4)]  # (8, 8, n) each, exact
         if spec.d_type == "f32":
             s = p[0] + np.float32(0.0)  # fma(a0, b0, +0): -0 becomes +0
             for k in (1, 2, 3):
-                s = s + p[k]
+                s += p[k]
             d = c + s
         else:
             d = ((c + (p[0] + p[1])) + (p[2] + p[3])).astype(np.float16)

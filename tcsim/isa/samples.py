@@ -149,11 +149,12 @@ def _overflow(spec, count, rng) -> Matrices:
     """Products and accumulator near the output type's largest value, mostly of one sign."""
     fd = spec.format("d")
     top = fd.emax
+    c_top = min(top, spec.format("c").emax)
     sign = rng.choice([-1.0, 1.0], (count, 1, 1))
 
     def gen(op, s):
         if op == "c":
-            return sign * np.exp2(rng.uniform(top - 3, min(top, spec.format("c").emax) + 0.99, s))
+            return sign * np.exp2(rng.uniform(c_top - 3, c_top + 0.99, s))
         half = (top - 2) / 2
         fin = spec.format(op)
         return (sign if op == "a" else 1.0) * np.exp2(
