@@ -2,6 +2,7 @@
 
 Run on a GPU machine with ``pytest -m hw``. ``TCSIM_HW_COUNT`` sets the random instructions per
 qualifier (default 10**6, spread over every distribution in tcsim.isa.samples);
+``TCSIM_HW_QUALIFIERS`` (comma-separated) runs a subset;
 ``TCSIM_HW_LOG`` names a JSON file that receives the counts and timings for the docs.
 """
 
@@ -20,6 +21,9 @@ from tcsim.isa import samples
 pytestmark = pytest.mark.hw
 
 COUNT = int(os.environ.get("TCSIM_HW_COUNT", 10**6))
+# A comma-separated subset of qualifiers to run (default: every supported one).
+QUALIFIERS = [q for q in os.environ.get("TCSIM_HW_QUALIFIERS", "").split(",") if q] \
+    or tcsim.supported_qualifiers()
 BATCH = 100_000
 
 
@@ -30,7 +34,7 @@ def _log(record: dict) -> None:
             f.write(json.dumps(record) + "\n")
 
 
-@pytest.mark.parametrize("qualifier", tcsim.supported_qualifiers())
+@pytest.mark.parametrize("qualifier", QUALIFIERS)
 def test_random_instructions_agree_bit_for_bit(qualifier, rng):
     spec = tcsim.parse(qualifier)
     frags = [tcsim.fragment(qualifier, op) for op in "abcd"]
