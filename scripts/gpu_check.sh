@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: install tcsim, run the hardware tests, keep the logs, summarize.
-#   bash scripts/gpu_check.sh [mma|smem|explore]   logs under $OUT (./out when OUT is unset)
+#   bash scripts/gpu_check.sh [MODE]      logs under $OUT (./out when OUT is unset)
+# MODE: (none) everything, about 15 minutes on a 16-core H100 machine; the device tool allows
+# 10 minutes a command, so there run the parts: m16n8 (the m16n8 shapes and every fact),
+# m8n8k4 (the 12 quad-pair variants), smem (shared-memory counters), explore (model fitting).
+# mma runs the mma tests for TCSIM_HW_QUALIFIERS (comma list) filtered by TCSIM_K.
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 set -uo pipefail
 OUT=${OUT:-out}
@@ -10,21 +14,31 @@ python3 -m pip install --no-deps --no-build-isolation -e . >"$OUT/install.log" 2
   || { cat "$OUT/install.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
-if [ "${1:-}" = mma ]; then  # only the mma tests, optionally filtered: TCSIM_K="m8n8k4"
+mode=${1:-}
+all_quals=$(python3 -c "import tcsim; print(','.join(tcsim.supported_qualifiers()))")
+if [ "$mode" = m16n8 ]; then
+  export TCSIM_HW_QUALIFIERS=$(echo "$all_quals" | tr ',' '\n' | grep -v m8n8k4 | paste -sd,)
+  mode=mma
+elif [ "$mode" = m8n8k4 ]; then
+  export TCSIM_HW_QUALIFIERS=$(echo "$all_quals" | tr ',' '\n' | grep m8n8k4 | paste -sd,)
+  export TCSIM_K="m8n8k4"
+  mode=mma
+fi
+if [ "$mode" = mma ]; then  # only the mma tests, optionally filtered: TCSIM_K="m8n8k4"
   export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
   rm -f "$TCSIM_HW_LOG"
   python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_mma_hw.py \
     ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
   python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
-elif [ "${1:-}" = smem ]; then
+elif [ "$mode" = smem ]; then
   export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
   rm -f "$TCSIM_HW_LOG"
   python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_smem_hw.py 2>&1 \
     | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
   python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
-elif [ "${1:-}" = explore ]; then
+elif [ "$mode" = explore ]; then
   python3 scripts/explore_numerics.py "$OUT" "${EXPLORE_COUNT:-20000}" 2>&1 | tee "$OUT/explore.log"
   status=$?
 else
