@@ -2,8 +2,9 @@
 
     python benchmarks/bench_mma.py [--count N] [--repeat R] [--qualifier Q ...]
 
-For each qualifier: draw N random instructions ("normal" operands), then time tcsim.mma
-(matrix level) and tcsim.mma_regs (register level) R times each and report the best rate.
+For each qualifier: draw N random warp instructions ("normal" operands), then time tcsim.mma
+(matrix level) and tcsim.mma_regs (register level) R times each and report the best rate of
+warp instructions (an m8n8k4 warp instruction is four quad-pair products).
 Threads: TCSIM_THREADS (default: all cores). The figures go in docs/benchmarks.md.
 """
 
@@ -47,6 +48,8 @@ def main() -> None:
                    for o, x in zip("abc", samples.draw(q, "normal", args.count, rng)))
         frags = [tcsim.fragment(q, o) for o in "abc"]
         a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
+        per = spec.products_per_warp  # m8n8k4: 4 products per warp instruction
+        A, B, C = (x.reshape(args.count, per, x.shape[-2] // per, x.shape[-1]) for x in (A, B, C))
         r_mat = rate(partial(tcsim.mma, q, A, B, C), args.count, args.repeat)
         r_reg = rate(partial(tcsim.mma_regs, q, a, b, c), args.count, args.repeat)
         print(f"{q:38s} {r_mat:12,.0f} {r_reg:12,.0f}")
