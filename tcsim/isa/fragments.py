@@ -89,14 +89,29 @@ class FragmentMap:
                 f"{self.name}: expected a matrix of shape (..., {self.rows}, {self.cols}), "
                 f"got {m.shape}"
             )
-        return m[..., self.coords[..., 0], self.coords[..., 1]]
+        # One gather along a flattened last axis: much faster than 2-D fancy indexing.
+        flat = m.reshape(m.shape[:-2] + (self.rows * self.cols,))
+        return np.take(flat, self._matrix_index, axis=-1).reshape(
+            m.shape[:-2] + (WARP_SIZE, self.elements))
 
     def scatter_bits(self, lane_bits: np.ndarray) -> np.ndarray:
         """Per-lane elements (..., 32, elements) -> matrix bit patterns (..., rows, cols)."""
         lane_bits = np.asarray(lane_bits)
-        out = np.empty(lane_bits.shape[:-2] + (self.rows, self.cols), lane_bits.dtype)
-        out[..., self.coords[..., 0], self.coords[..., 1]] = lane_bits
-        return out
+        flat = lane_bits.reshape(lane_bits.shape[:-2] + (WARP_SIZE * self.elements,))
+        return np.take(flat, self._lane_index, axis=-1).reshape(
+            lane_bits.shape[:-2] + (self.rows, self.cols))
+
+    @cached_property
+    def _matrix_index(self) -> np.ndarray:
+        """For each (lane, element) in order, its position in the row-major matrix."""
+        return (self.coords[..., 0] * self.cols + self.coords[..., 1]).ravel()
+
+    @cached_property
+    def _lane_index(self) -> np.ndarray:
+        """For each matrix position in row-major order, its (lane, element) position."""
+        inverse = np.empty(self.rows * self.cols, np.int64)
+        inverse[self._matrix_index] = np.arange(self._matrix_index.size)
+        return inverse
 
     def to_registers(self, lane_bits: np.ndarray) -> np.ndarray:
         """Per-lane elements -> 32-bit registers (..., 32, registers), low half first."""
