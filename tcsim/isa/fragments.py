@@ -155,11 +155,8 @@ class FragmentMap:
 
     def registers_to_batch_last(self, regs: np.ndarray, transpose: bool = False) -> np.ndarray:
         """Registers (n, 32, registers) -> matrix bits (rows, cols, n), or (cols, rows, n)."""
-        elements = self.from_registers(regs)
-        lane, element = self.lane_of, self.element_of
-        if transpose:
-            lane, element = lane.T, element.T
-        return np.ascontiguousarray(np.moveaxis(elements[:, lane, element], 0, -1))
+        m = self.scatter_bits(self.from_registers(regs))  # (n, rows, cols)
+        return np.ascontiguousarray(m.transpose(2, 1, 0) if transpose else m.transpose(1, 2, 0))
 
     def batch_last_elements(self, matrix_bits: np.ndarray) -> np.ndarray:
         """Matrix bits (rows, cols, n) -> per-lane elements laid out batch-last (32, E, n)."""
