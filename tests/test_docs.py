@@ -16,3 +16,25 @@ def test_heatmaps_in_bank_conflicts_doc_are_current():
     for instruction, expression, shown in blocks:
         addresses = eval(expression, {"__builtins__": {"range": range}})
         assert access(instruction, addresses).heatmap() == shown, instruction
+
+
+def test_readme_python_example_runs(capsys):
+    readme = (DOCS.parent / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks
+    for block in blocks:
+        namespace: dict = {}
+        exec(compile(block, "README.md", "exec"), namespace)
+        D, regs = namespace["D"], namespace["regs"]
+        assert D.shape == (1000, 16, 8) and regs.shape == (1000, 32, 2)
+    assert "T0:r0.lo" in capsys.readouterr().out
+
+
+def test_layout_example_in_bank_conflicts_doc():
+    from tcsim.memory import visualize_layout
+
+    text = (DOCS / "bank-conflicts.md").read_text()
+    shown = [line[2:] for line in text.splitlines() if line.startswith("# (")]
+    printed = visualize_layout("TensorOpMultiplicand<16,32>", extent=(32, 32), vectorize=8,
+                               output_shape=(64, 4)).splitlines()
+    assert shown == printed[: len(shown)] and len(shown) == 2
