@@ -1,9 +1,9 @@
 """Floating-point formats at the bit level: f16, bf16, tf32 and f32.
 
-This module owns the encoding of every format the tensor cores read or write: splitting bit
-patterns into sign, exponent and significand, exact values, and rounding an exact scaled
-integer back to bits (to nearest even or toward zero, with subnormals and overflow). All of it is
-vectorized over arrays of any shape and works in integers, so no step depends on float luck.
+This module owns the encoding of every format the tensor cores read or write: exponent fields,
+exact values of bit patterns, and rounding exact values back to bits (to nearest even or toward
+zero, with subnormals and overflow). All of it is vectorized over arrays of any shape; rounding
+works on the integer bit patterns, so no step depends on float luck.
 """
 
 from __future__ import annotations
@@ -16,27 +16,6 @@ import numpy as np
 
 Rounding = Literal["rn", "rz"]
 Overflow = Literal["ieee", "inf", "saturate"]
-
-
-@dataclass(frozen=True)
-class Decoded:
-    """A format's bit patterns split into fields.
-
-    A finite value is ``(-1)**sign * significand * 2**(exponent - fraction_bits)``, where
-    ``exponent`` is the unbiased exponent the format's exponent field gives (``emin`` for zeros
-    and subnormals, as the hardware's datapath sees them) and ``significand`` includes the
-    implicit leading bit of normal numbers.
-    """
-
-    sign: np.ndarray  # bool
-    exponent: np.ndarray  # int32
-    significand: np.ndarray  # int64
-    is_nan: np.ndarray  # bool
-    is_inf: np.ndarray  # bool
-
-    @property
-    def is_zero(self) -> np.ndarray:
-        return (self.significand == 0) & ~self.is_nan & ~self.is_inf
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,24 +89,6 @@ class FloatFormat:
         return np.asarray(bits).astype(self.uint, copy=False).view(self.dtype)
 
     # ---- decoding ----------------------------------------------------------------------------
-
-    def decode(self, bits: np.ndarray) -> Decoded:
-        b = np.asarray(bits).astype(np.int64)
-        sign_shift, exp_shift, frac_mask = self._layout
-        field = (b >> exp_shift) & ((1 << self.exponent_bits) - 1)
-        frac = (b >> self.ignored_low_bits) & frac_mask
-        top = (1 << self.exponent_bits) - 1
-        normal = (field > 0) & (field < top)
-        significand = np.where(normal, frac | (1 << self.fraction_bits), frac)
-        significand = np.where(field == top, 0, significand)
-        exponent = (np.maximum(field, 1) - self.bias).astype(np.int32)
-        return Decoded(
-            sign=((b >> sign_shift) & 1).astype(bool),
-            exponent=exponent,
-            significand=significand,
-            is_nan=(field == top) & (frac != 0),
-            is_inf=(field == top) & (frac == 0),
-        )
 
     def values(self, bits: np.ndarray, dtype: type = np.float64,
                special: np.ndarray | None = None) -> np.ndarray:

@@ -133,18 +133,7 @@ class FragmentMap:
 
     def check_matrix(self, matrix: np.ndarray) -> np.ndarray:
         """``matrix`` as an array, after checking its dtype and shape (..., rows, cols)."""
-        m = np.asarray(matrix)
-        if m.dtype != self.format.dtype:
-            raise TypeError(
-                f"{self.name}: expected dtype {self.format.dtype.name} ({self.format.name}), "
-                f"got {m.dtype.name}"
-            )
-        if m.ndim < 2 or m.shape[-2:] != (self.rows, self.cols):
-            raise ValueError(
-                f"{self.name}: expected a matrix of shape (..., {self.rows}, {self.cols}), "
-                f"got {m.shape}"
-            )
-        return m
+        return check_matrix(self.name, self.format, (self.rows, self.cols), matrix)
 
     def from_registers(self, regs: np.ndarray) -> np.ndarray:
         """32-bit registers (..., 32, registers) -> per-lane element bits."""
@@ -196,6 +185,20 @@ class FragmentMap:
 
     def __repr__(self) -> str:
         return f"<FragmentMap {self.name}: {self.rows}x{self.cols} {self.format.name}>"
+
+
+def check_matrix(name: str, fmt: FloatFormat, shape: tuple[int, int], matrix) -> np.ndarray:
+    """``matrix`` as an array, after checking it has ``fmt``'s dtype and shape (..., *shape)."""
+    m = np.asarray(matrix)
+    if m.dtype != fmt.dtype:
+        raise TypeError(
+            f"{name}: expected dtype {fmt.dtype.name} ({fmt.name}), got {m.dtype.name}"
+        )
+    if m.ndim < 2 or m.shape[-2:] != tuple(shape):
+        raise ValueError(
+            f"{name}: expected a matrix of shape (..., {shape[0]}, {shape[1]}), got {m.shape}"
+        )
+    return m
 
 
 def store_batch_last(destination: np.ndarray, source: np.ndarray) -> None:

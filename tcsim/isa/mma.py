@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from .adder import fused_step, special_step, work_plan
-from .fragments import mma_fragment, store_batch_last
+from .fragments import check_matrix, mma_fragment, store_batch_last
 from .profiles import AdderRule, ArchProfile, profile
 from .quad_pair import ffma_lowering_bits
 from .qualifier import MmaSpec, parse
@@ -77,17 +77,9 @@ def mma_regs(
 
 def _matrix_bits(spec: MmaSpec, operand: str, x) -> np.ndarray:
     """Bit patterns of one product's operand matrix (..., rows, cols), checked."""
-    x = np.asarray(x)
     fmt = spec.format(operand)
-    rows, cols = spec.matrix_shape(operand)
     name = f"{spec.qualifier} {operand.upper()}"
-    if x.dtype != fmt.dtype:
-        raise TypeError(f"{name}: expected dtype {fmt.dtype.name} ({fmt.name}), "
-                        f"got {x.dtype.name}")
-    if x.ndim < 2 or x.shape[-2:] != (rows, cols):
-        raise ValueError(f"{name}: expected a matrix of shape (..., {rows}, {cols}), "
-                         f"got {x.shape}")
-    return fmt.to_bits(x)
+    return fmt.to_bits(check_matrix(name, fmt, spec.matrix_shape(operand), x))
 
 
 def _quad_pair_regs(spec: MmaSpec, regs, arch: ArchProfile) -> np.ndarray:
