@@ -157,18 +157,22 @@ def check_addresses(inst: SharedInstruction, addr: np.ndarray, active: np.ndarra
                     size: int | None = None, site: str | None = None) -> None:
     """Raise `SharedMemoryError` for a misaligned or out-of-range address, naming the lane."""
     where = f" at site {site!r}" if site else ""
-    for lane in np.flatnonzero(active):
+    misaligned = active & (addr % inst.alignment != 0)
+    outside = active & (addr + inst.bytes_per_address > size) if size is not None \
+        else np.zeros_like(active)
+    bad = misaligned | outside
+    if bad.any():
+        lane = int(np.flatnonzero(bad)[0])  # the first offending lane, as a debugger would stop
         a = int(addr[lane])
-        if a % inst.alignment:
+        if misaligned[lane]:
             raise SharedMemoryError(
                 f"{inst.spelling}{where}: lane {lane} address {a:#x} is not aligned to "
                 f"{inst.alignment} bytes"
             )
-        if size is not None and a + inst.bytes_per_address > size:
-            raise SharedMemoryError(
-                f"{inst.spelling}{where}: lane {lane} address {a:#x} (+{inst.bytes_per_address} "
-                f"bytes) is outside shared memory of {size} bytes"
-            )
+        raise SharedMemoryError(
+            f"{inst.spelling}{where}: lane {lane} address {a:#x} (+{inst.bytes_per_address} "
+            f"bytes) is outside shared memory of {size} bytes"
+        )
 
 
 def _groups(size: int) -> list[range]:
