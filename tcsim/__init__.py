@@ -1,7 +1,9 @@
 """tcsim: a bit-exact model of how an NVIDIA warp drives the tensor cores.
 
 Start with `tcsim.mma` (one mma.sync instruction at matrix level), `tcsim.mma_regs` (the same
-at register level), `tcsim.fragment` (which lane holds which element) and `tcsim.Warp`.
+at register level), `tcsim.fragment` (which lane holds which element) and `tcsim.Warp`; for
+whole kernels, `tcsim.trace(tcsim.kernel2, M, N, K)` (bank conflicts and counters per
+instruction site) and `tcsim.run(tcsim.kernel2, A, B, C)` (the kernel's output bits).
 """
 
 from .isa.formats import BF16, F16, F32, TF32, FloatFormat
@@ -10,6 +12,9 @@ from .isa.mma import mma, mma_regs
 from .isa.profiles import PROFILES, AdderRule, ArchProfile, profile
 from .isa.qualifier import MmaSpec, QualifierError, parse, supported_qualifiers
 from .isa.warp import Warp
+from .kernels import GemmParams, kernel1, kernel2, kernel3, kernel4, kernel5
+from .kernels.executor import run
+from .trace import Trace, trace
 
 __version__ = "0.1.0"
 
@@ -22,5 +27,6 @@ def fragment(qualifier: str, operand: str) -> FragmentMap:
 __all__ = [
     "BF16", "F16", "F32", "TF32", "FloatFormat", "FragmentMap", "MmaSpec", "QualifierError",
     "AdderRule", "ArchProfile", "PROFILES", "fragment", "mma", "mma_regs", "parse", "profile",
-    "supported_qualifiers", "Warp",
+    "supported_qualifiers", "Warp", "GemmParams", "kernel1", "kernel2", "kernel3", "kernel4",
+    "kernel5", "run", "trace", "Trace",
 ]

@@ -4,9 +4,11 @@ Everything here needs an NVIDIA GPU and CuPy; `available()` and `unavailable_rea
 whether this machine has them.
 """
 
+from .gemm import run
 from .mma import mma, mma_regs
 from .runtime import HardwareUnavailable, available, device_name, unavailable_reason
 
 __all__ = [
-    "HardwareUnavailable", "available", "device_name", "mma", "mma_regs", "unavailable_reason",
+    "HardwareUnavailable", "available", "device_name", "mma", "mma_regs", "run",
+    "unavailable_reason",
 ]

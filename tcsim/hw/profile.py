@@ -48,6 +48,8 @@ class Launch:
     block: tuple[int, ...]
     args: list = field(default_factory=list)
     label: str = ""
+    defines: dict = field(default_factory=dict)  # -D values for the source
+    shared_bytes: int = 0  # dynamic shared memory
 
 
 def find_ncu() -> str:
@@ -98,15 +100,16 @@ def _parse(text: str, count: int, metrics) -> list[dict[str, float]]:
 def _child(path: str) -> None:
     import cupy
 
-    from .runtime import module
+    from .runtime import kernel_function
 
     with open(path, "rb") as f:
         launches = pickle.load(f)
     for launch in launches:
-        fn = module(launch.source).get_function(launch.kernel)
-        args = [cupy.asarray(a) if isinstance(a, np.ndarray) else np.int32(a)
-                for a in launch.args]
-        fn(tuple(launch.grid), tuple(launch.block), tuple(args))
+        fn = kernel_function(launch.source, launch.kernel, launch.defines, launch.shared_bytes)
+        args = [cupy.asarray(a) if isinstance(a, np.ndarray) else
+                np.float32(a) if isinstance(a, float) else np.int32(a) for a in launch.args]
+        fn(tuple(launch.grid), tuple(launch.block), tuple(args),
+           shared_mem=launch.shared_bytes)
         cupy.cuda.runtime.deviceSynchronize()
 
 

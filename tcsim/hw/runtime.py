@@ -58,15 +58,30 @@ def compute_capability() -> str:
     return str(cupy.cuda.Device().compute_capability)
 
 
+def module(filename: str, defines: dict[str, int] | None = None):
+    """The CUDA source ``tcsim/hw/<filename>`` compiled for the present GPU, with ``-D`` defines."""
+    return _module(filename, tuple(sorted((defines or {}).items())))
+
+
 @cache
-def module(filename: str):
-    """The CUDA source ``tcsim/hw/<filename>`` compiled for the present GPU."""
+def _module(filename: str, defines: tuple[tuple[str, int], ...]):
     require()
     import cupy
 
-    source = (files("tcsim.hw") / filename).read_text()
+    here = files("tcsim.hw")
+    source = (here / filename).read_text()
     arch = f"--gpu-architecture=sm_{compute_capability()}"
-    return cupy.RawModule(code=source, options=("--std=c++17", arch))
+    options = ("--std=c++17", arch, f"-I{here}", *(f"-D{k}={v}" for k, v in defines))
+    return cupy.RawModule(code=source, options=options)
+
+
+def kernel_function(filename: str, name: str, defines: dict[str, int] | None = None,
+                    shared_bytes: int = 0):
+    """A compiled kernel, allowed ``shared_bytes`` of dynamic shared memory."""
+    fn = module(filename, defines).get_function(name)
+    if shared_bytes > 48 * 1024:  # above the default limit a kernel must opt in
+        fn.max_dynamic_shared_size_bytes = shared_bytes
+    return fn
 
 
 def launch_per_warp(filename: str, kernel: str, count: int, *args, warps_per_block: int = 8):

@@ -1,0 +1,27 @@
+"""The kernel ladder as schedules: kernel1 .. kernel5, built from shared building blocks.
+
+Each kernel computes ``D = alpha * A @ B + beta * C`` on row-major float16 matrices and is one
+`Kernel`: a schedule that `tcsim.run` executes on bits and `tcsim.trace` counts, plus a CUDA
+twin of the same name in ``tcsim/hw``.
+"""
+
+from .kernel import Kernel
+from .kernel1 import kernel1
+from .kernel2 import kernel2
+from .kernel3 import kernel3
+from .kernel4 import kernel4
+from .kernel5 import kernel5
+from .params import GemmParams, ProblemSizeError
+
+KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5)}
+
+
+def kernel_named(name: str) -> Kernel:
+    try:
+        return KERNELS[name]
+    except KeyError:
+        raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)}") from None
+
+
+__all__ = ["GemmParams", "KERNELS", "Kernel", "ProblemSizeError", "kernel1", "kernel2",
+           "kernel3", "kernel4", "kernel5", "kernel_named"]

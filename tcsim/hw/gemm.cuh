@@ -1,0 +1,340 @@
+// The building blocks of the kernel ladder's CUDA twins: one device function per function of
+// tcsim/kernels/blocks.py, issuing the same instructions at the same addresses. Every memory
+// and tensor-core instruction is inline PTX, and the epilogue's arithmetic is explicit
+// round-to-nearest PTX, so the compiler can neither change what Nsight Compute counts nor
+// contract a multiply and an add into an FMA.
+//
+// Compile-time constants (the including .cu gives defaults; tcsim.hw.run passes -D values from
+// Kernel.defines): BM BN BK (block tile), WM WN WK (warp tile), ACC_F32 (0: f16 accumulators),
+// A_SWZ_BITS/BASE/SHIFT and B_SWZ_... (CuTe Swizzle<bits, base, shift> on element offsets).
+#pragma once
+
+typedef unsigned int uint32_t;
+typedef unsigned short uint16_t;
+typedef unsigned long long uint64_t;
+
+#define WARPS_M (BM / WM)
+#define WARPS_N (BN / WN)
+#define THREADS (32 * WARPS_M * WARPS_N)
+#define TILES_M (WM / 16)
+#define TILES_N (WN / 8)
+#define TILES_K (WK / 8)
+#define A_PER_THREAD (BM * BK / 8 / THREADS)
+#define B_PER_THREAD (BK * BN / 8 / THREADS)
+#define ACC_REGS (ACC_F32 ? 4 : 2)
+
+// ---- addresses ------------------------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t swizzle(uint32_t x, int bits, int base, int shift) {
+  const uint32_t yyy = ((1u << bits) - 1u) << (base + shift);
+  return x ^ ((x & yyy) >> shift);
+}
+
+// Element offset of (row, col) in the A (BM x BK) and B (BK x BN) shared tiles.
+__device__ __forceinline__ uint32_t a_offset(uint32_t row, uint32_t col) {
+  return swizzle(row * BK + col, A_SWZ_BITS, A_SWZ_BASE, A_SWZ_SHIFT);
+}
+__device__ __forceinline__ uint32_t b_offset(uint32_t row, uint32_t col) {
+  return swizzle(row * BN + col, B_SWZ_BITS, B_SWZ_BASE, B_SWZ_SHIFT);
+}
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  uint32_t a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// ---- instructions ---------------------------------------------------------------------------
+
+__device__ __forceinline__ void ld_global_v4(uint32_t (&r)[4], const uint16_t* p) {
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(p) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_global_b32(const uint16_t* p) {
+  uint32_t r;
+  asm volatile("ld.global.b32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+  return r;
+}
+__device__ __forceinline__ void st_global_b32(uint16_t* p, uint32_t v) {
+  asm volatile("st.global.b32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};"
+               : : "r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x1_trans(uint32_t& r0, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];"
+               : "=r"(r0) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r0), "=r"(r1) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                            uint32_t& r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                                  uint32_t& r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void mma_m16n8k8(uint32_t (&acc)[ACC_REGS], const uint32_t (&a)[2],
+                                            uint32_t b) {
+#if ACC_F32
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+               : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
+               : "r"(a[0]), "r"(a[1]), "r"(b));
+#else
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3}, {%4}, {%0, %1};"
+               : "+r"(acc[0]), "+r"(acc[1]) : "r"(a[0]), "r"(a[1]), "r"(b));
+#endif
+}
+
+// f32 arithmetic with the rounding spelled out: no contraction, no fast-math.
+__device__ __forceinline__ float f16_to_f32(uint32_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((uint16_t)h));
+  return f;
+}
+__device__ __forceinline__ uint32_t f32_to_f16(float f) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float mul_rn(float a, float b) {
+  float r;
+  asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float add_rn(float a, float b) {
+  float r;
+  asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+// ---- blocks (tcsim/kernels/blocks.py) ---------------------------------------------------------
+
+// tile_vectors + load_tile: thread t loads vectors t, t + THREADS, ... of a ROWS x COLS tile.
+template <int ROWS, int COLS, int PER>
+__device__ __forceinline__ void load_tile(const uint16_t* tile, int ld, uint32_t (&r)[PER][4]) {
+#pragma unroll
+  for (int i = 0; i < PER; i++) {
+    const int v = i * THREADS + threadIdx.x;
+    ld_global_v4(r[i], tile + (uint64_t)(v / (COLS / 8)) * ld + v % (COLS / 8) * 8);
+  }
+}
+
+// store_tile: each vector at its place in the shared tile's layout (OPERAND 0: A, 1: B).
+template <int OPERAND, int ROWS, int COLS, int PER>
+__device__ __forceinline__ void store_tile(uint32_t base, const uint32_t (&r)[PER][4]) {
+#pragma unroll
+  for (int i = 0; i < PER; i++) {
+    const int v = i * THREADS + threadIdx.x;
+    const int row = v / (COLS / 8), col = v % (COLS / 8) * 8;
+    st_shared_v4(base + 2 * (OPERAND == 0 ? a_offset(row, col) : b_offset(row, col)), r[i]);
+  }
+}
+
+// load_a_fragments: MATS 2 (ldmatrix.x2 per 16x8 tile) or 4 (ldmatrix.x4 per 16x16).
+template <int MATS>
+__device__ __forceinline__ void load_a_fragments(uint32_t base, int warp_row, int warp_k,
+                                                 uint32_t (&a)[TILES_M][TILES_K][2]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < TILES_M; m++) {
+#pragma unroll
+    for (int t = 0; t < TILES_K / (MATS / 2); t++) {
+      const int row = warp_row * WM + m * 16 + lane % 16;
+      const int col = warp_k * WK + t * 8 * (MATS / 2) + (MATS == 4 ? lane / 16 * 8 : 0);
+      const uint32_t addr = base + 2 * a_offset(row, col);
+      if (MATS == 2) {
+        ldmatrix_x2(a[m][t][0], a[m][t][1], addr);
+      } else {
+        ldmatrix_x4(a[m][2 * t][0], a[m][2 * t][1], a[m][2 * t + 1][0], a[m][2 * t + 1][1],
+                    addr);
+      }
+    }
+  }
+}
+
+// load_b_fragments: MATS 1 (ldmatrix.x1.trans per 8x8 tile) or 4 (.x4.trans per 8x32).
+template <int MATS>
+__device__ __forceinline__ void load_b_fragments(uint32_t base, int warp_col, int warp_k,
+                                                 uint32_t (&b)[TILES_K][TILES_N]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int t = 0; t < TILES_K; t++) {
+#pragma unroll
+    for (int g = 0; g < TILES_N / MATS; g++) {
+      const int row = warp_k * WK + t * 8 + lane % 8;
+      const int col = warp_col * WN + g * 8 * MATS + lane / 8 % MATS * 8;
+      const uint32_t addr = base + 2 * b_offset(row, col);
+      if (MATS == 1) {
+        ldmatrix_x1_trans(b[t][g], addr);
+      } else {
+        ldmatrix_x4_trans(b[t][4 * g], b[t][4 * g + 1], b[t][4 * g + 2], b[t][4 * g + 3], addr);
+      }
+    }
+  }
+}
+
+// kernel4's cheap index math: a lane's swizzled offset is computed once (a_lane, b_lane) and
+// each step XORs in the step's offset. The same addresses as load_*_fragments<4>: with
+// power-of-two tiles the lane's bits and the step's bits are disjoint, so row-major offsets
+// add as XOR, and a swizzle is linear under XOR.
+__device__ __forceinline__ uint32_t a_lane_offset(int warp_row) {
+  const int lane = threadIdx.x % 32;
+  return a_offset(warp_row * WM + lane % 16, lane / 16 * 8);
+}
+__device__ __forceinline__ uint32_t b_lane_offset(int warp_col) {
+  const int lane = threadIdx.x % 32;
+  return b_offset(lane % 8, warp_col * WN + lane / 8 % 4 * 8);
+}
+__device__ __forceinline__ void load_a_hoisted(uint32_t base, uint32_t a_lane, int warp_k,
+                                               uint32_t (&a)[TILES_M][TILES_K][2]) {
+#pragma unroll
+  for (int m = 0; m < TILES_M; m++) {
+#pragma unroll
+    for (int t = 0; t < TILES_K / 2; t++) {
+      const uint32_t addr = base + 2 * (a_lane ^ a_offset(m * 16, warp_k * WK + t * 16));
+      ldmatrix_x4(a[m][2 * t][0], a[m][2 * t][1], a[m][2 * t + 1][0], a[m][2 * t + 1][1], addr);
+    }
+  }
+}
+__device__ __forceinline__ void load_b_hoisted(uint32_t base, uint32_t b_lane, int warp_k,
+                                               uint32_t (&b)[TILES_K][TILES_N]) {
+#pragma unroll
+  for (int t = 0; t < TILES_K; t++) {
+#pragma unroll
+    for (int g = 0; g < TILES_N / 4; g++) {
+      const uint32_t addr = base + 2 * (b_lane ^ b_offset(warp_k * WK + t * 8, g * 32));
+      ldmatrix_x4_trans(b[t][4 * g], b[t][4 * g + 1], b[t][4 * g + 2], b[t][4 * g + 3], addr);
+    }
+  }
+}
+
+// mma_warp_tile: for each K step in turn, every (m, n) tile of the warp.
+__device__ __forceinline__ void mma_warp_tile(uint32_t (&acc)[TILES_M][TILES_N][ACC_REGS],
+                                              const uint32_t (&a)[TILES_M][TILES_K][2],
+                                              const uint32_t (&b)[TILES_K][TILES_N]) {
+#pragma unroll
+  for (int k = 0; k < TILES_K; k++) {
+#pragma unroll
+    for (int n = 0; n < TILES_N; n++) {
+#pragma unroll
+      for (int m = 0; m < TILES_M; m++) mma_m16n8k8(acc[m][n], a[m][k], b[k][n]);
+    }
+  }
+}
+
+// epilogue: D = f16(add.rn(mul.rn(alpha, acc), mul.rn(beta, C))), f16 pairs as 32-bit words.
+// Lane l holds pairs at rows l / 4 and l / 4 + 8, columns 2 * (l % 4) and + 1 of each tile.
+__device__ __forceinline__ void epilogue(const uint32_t (&acc)[TILES_M][TILES_N][ACC_REGS],
+                                         const uint16_t* C, uint16_t* D, float alpha, float beta,
+                                         int N, int row0, int col0) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < TILES_M; m++) {
+#pragma unroll
+    for (int n = 0; n < TILES_N; n++) {
+#pragma unroll
+      for (int pair = 0; pair < 2; pair++) {
+        const uint64_t at = (uint64_t)(row0 + m * 16 + lane / 4 + 8 * pair) * N +
+                            col0 + n * 8 + lane % 4 * 2;
+        const uint32_t c = ld_global_b32(C + at);
+#if ACC_F32
+        const float x0 = __uint_as_float(acc[m][n][2 * pair]);
+        const float x1 = __uint_as_float(acc[m][n][2 * pair + 1]);
+#else
+        const float x0 = f16_to_f32(acc[m][n][pair] & 0xffffu);
+        const float x1 = f16_to_f32(acc[m][n][pair] >> 16);
+#endif
+        const uint32_t d0 = f32_to_f16(add_rn(mul_rn(alpha, x0), mul_rn(beta, f16_to_f32(c & 0xffffu))));
+        const uint32_t d1 = f32_to_f16(add_rn(mul_rn(alpha, x1), mul_rn(beta, f16_to_f32(c >> 16))));
+        st_global_b32(D + at, d0 | d1 << 16);
+      }
+    }
+  }
+}
+
+// ---- the two schedules -------------------------------------------------------------------------
+
+#define GEMM_PARAMS                                                                          \
+  const uint16_t *__restrict__ A, const uint16_t *__restrict__ B,                            \
+      const uint16_t *__restrict__ C, uint16_t *__restrict__ D, float alpha, float beta, int M, \
+      int N, int K
+
+extern __shared__ __align__(128) unsigned char gemm_shared[];
+
+// kernel1 and kernel2 (tcsim/kernels/kernel1.py): copy, sync, compute, sync.
+__device__ __forceinline__ void gemm_tiled(GEMM_PARAMS) {
+  const uint32_t a_base = shared_address(gemm_shared), b_base = a_base + BM * BK * 2;
+  const int warp = threadIdx.x / 32, warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;
+  const uint16_t* A_block = A + (uint64_t)blockIdx.y * BM * K;
+  const uint16_t* B_block = B + (uint64_t)blockIdx.x * BN;
+  uint32_t acc[TILES_M][TILES_N][ACC_REGS] = {};
+  for (int k = 0; k < K / BK; k++) {
+    uint32_t ra[A_PER_THREAD][4], rb[B_PER_THREAD][4];
+    load_tile<BM, BK>(A_block + k * BK, K, ra);
+    store_tile<0, BM, BK>(a_base, ra);
+    load_tile<BK, BN>(B_block + (uint64_t)k * BK * N, N, rb);
+    store_tile<1, BK, BN>(b_base, rb);
+    __syncthreads();
+    for (int warp_k = 0; warp_k < BK / WK; warp_k++) {
+      uint32_t a[TILES_M][TILES_K][2], b[TILES_K][TILES_N];
+      load_a_fragments<2>(a_base, warp_row, warp_k, a);
+      load_b_fragments<1>(b_base, warp_col, warp_k, b);
+      mma_warp_tile(acc, a, b);
+    }
+    __syncthreads();
+  }
+  epilogue(acc, C, D, alpha, beta, N, blockIdx.y * BM + warp_row * WM,
+           blockIdx.x * BN + warp_col * WN);
+}
+
+// kernel3, kernel4, kernel5 (tcsim/kernels/kernel3.py): the next tile's loads go to registers
+// before the compute, and to shared memory after it. MATS: ldmatrix width; HOISTED: kernel4's
+// index math.
+template <int A_MATS, int B_MATS, bool HOISTED>
+__device__ __forceinline__ void gemm_overlapped(GEMM_PARAMS) {
+  const uint32_t a_base = shared_address(gemm_shared), b_base = a_base + BM * BK * 2;
+  const int warp = threadIdx.x / 32, warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;
+  const uint16_t* A_block = A + (uint64_t)blockIdx.y * BM * K;
+  const uint16_t* B_block = B + (uint64_t)blockIdx.x * BN;
+  const uint32_t a_lane = a_lane_offset(warp_row), b_lane = b_lane_offset(warp_col);
+  uint32_t acc[TILES_M][TILES_N][ACC_REGS] = {};
+  uint32_t ra[A_PER_THREAD][4], rb[B_PER_THREAD][4];
+  load_tile<BM, BK>(A_block, K, ra);
+  store_tile<0, BM, BK>(a_base, ra);
+  load_tile<BK, BN>(B_block, N, rb);
+  store_tile<1, BK, BN>(b_base, rb);
+  const int last = K / BK - 1;
+  for (int k = 0; k <= last; k++) {
+    __syncthreads();
+    if (k < last) {
+      load_tile<BM, BK>(A_block + (k + 1) * BK, K, ra);
+      load_tile<BK, BN>(B_block + (uint64_t)(k + 1) * BK * N, N, rb);
+    }
+    for (int warp_k = 0; warp_k < BK / WK; warp_k++) {
+      uint32_t a[TILES_M][TILES_K][2], b[TILES_K][TILES_N];
+      if (HOISTED) {
+        load_a_hoisted(a_base, a_lane, warp_k, a);
+        load_b_hoisted(b_base, b_lane, warp_k, b);
+      } else {
+        load_a_fragments<A_MATS>(a_base, warp_row, warp_k, a);
+        load_b_fragments<B_MATS>(b_base, warp_col, warp_k, b);
+      }
+      mma_warp_tile(acc, a, b);
+    }
+    __syncthreads();
+    if (k < last) {
+      store_tile<0, BM, BK>(a_base, ra);
+      store_tile<1, BK, BN>(b_base, rb);
+    }
+  }
+  epilogue(acc, C, D, alpha, beta, N, blockIdx.y * BM + warp_row * WM,
+           blockIdx.x * BN + warp_col * WN);
+}

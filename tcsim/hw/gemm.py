@@ -1,0 +1,46 @@
+"""The kernel ladder's CUDA twins on the GPU: `run` (D's bits) and `launch` (for Nsight Compute).
+
+The twin of kernel ``kernelN`` is ``tcsim/hw/kernelN.cu``, compiled with the kernel's
+parameters as ``-D`` constants (`Kernel.defines`), launched on a (N / block_n, M / block_m) grid
+of ``threads``-thread blocks with the tiles' bytes of dynamic shared memory. The hw room knows
+the kernels only through that interface: name, parameters, defines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import runtime
+from .profile import Launch
+
+
+def launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
+           alpha: float = 1.0, beta: float = 0.0, label: str = "", **params) -> Launch:
+    """One launch of ``kernel``'s twin on host matrices, as `tcsim.hw.profile` takes it."""
+    from ..kernels import kernel_named
+    from ..kernels.executor import check_operands
+
+    kernel = kernel_named(kernel) if isinstance(kernel, str) else kernel
+    p = kernel.params(**params)
+    A, B, C = check_operands(kernel, p, A, B, C)
+    (M, K), N = A.shape, B.shape[1]
+    D = np.zeros((M, N), np.float16)
+    return Launch(kernel.source, kernel.name, p.grid(M, N), (p.threads,),
+                  [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
+                  kernel.defines(p), p.shared_bytes)
+
+
+def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha: float = 1.0,
+        beta: float = 0.0, **params) -> np.ndarray:
+    """``D = alpha * A @ B + beta * C`` computed by ``kernel``'s CUDA twin; same contract as
+    `tcsim.run`. Returns D (M, N) float16."""
+    runtime.require()
+    import cupy
+
+    spec = launch(kernel, A, B, C, alpha, beta, **params)
+    fn = runtime.kernel_function(spec.source, spec.kernel, spec.defines, spec.shared_bytes)
+    A, B, C, D = (cupy.asarray(x) for x in spec.args[:4])
+    alpha, beta, M, N, K = spec.args[4:]
+    fn(spec.grid, spec.block, (A, B, C, D, np.float32(alpha), np.float32(beta), np.int32(M),
+                               np.int32(N), np.int32(K)), shared_mem=spec.shared_bytes)
+    return cupy.asnumpy(D)

@@ -1,0 +1,47 @@
+// CUDA twin of kernel5: kernel4 with tiles tuned for the H100 (tcsim/kernels/kernel5.py).
+// Defaults are the kernel's default parameters; tcsim.hw.run overrides them with -D.
+// tests/test_twins.py checks that these defaults equal Kernel.defines(defaults).
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 64
+#endif
+#ifndef WK
+#define WK 32
+#endif
+#ifndef ACC_F32
+#define ACC_F32 0
+#endif
+#ifndef A_SWZ_BITS
+#define A_SWZ_BITS 2
+#endif
+#ifndef A_SWZ_BASE
+#define A_SWZ_BASE 3
+#endif
+#ifndef A_SWZ_SHIFT
+#define A_SWZ_SHIFT 3
+#endif
+#ifndef B_SWZ_BITS
+#define B_SWZ_BITS 3
+#endif
+#ifndef B_SWZ_BASE
+#define B_SWZ_BASE 3
+#endif
+#ifndef B_SWZ_SHIFT
+#define B_SWZ_SHIFT 5
+#endif
+#include "gemm.cuh"
+
+extern "C" __global__ void __launch_bounds__(THREADS) kernel5(GEMM_PARAMS) {
+  gemm_overlapped<4, 4, true>(A, B, C, D, alpha, beta, M, N, K);
+}

@@ -1,0 +1,190 @@
+"""Building blocks the kernel ladder shares: shared tiles, copies, fragments, mma, epilogue.
+
+Each function issues warp-wide instructions on a `Machine` (see machine.py for the array
+conventions) and has a same-named device function in ``tcsim/hw/gemm.cuh`` that issues the same
+instructions at the same addresses. Lane and register positions come from tcsim's fragment
+tables (`tcsim.isa.fragments`), never from hand-written formulas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..isa.fragments import mma_fragment
+from ..memory.layouts import Layout, RowMajor, Swizzle, Swizzled
+from .machine import Machine, byte_addresses
+from .params import MMA_K, MMA_M, MMA_N, VECTOR, GemmParams
+
+# ---- shared-memory tiles ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SharedTile:
+    """A block tile of operand A or B in shared memory: where it starts and how it is laid out."""
+
+    operand: str
+    layout: Layout
+    base: int  # byte address of the tile's start
+
+    def address(self, rows, cols) -> np.ndarray:
+        """Byte addresses of elements (rows, cols) of the tile."""
+        return self.base + byte_addresses(self.layout.offset(rows, cols))
+
+    @property
+    def swizzle(self) -> Swizzle:
+        """The XOR swizzle applied to the row-major offset (Swizzle(0, 0) when none)."""
+        return self.layout.swizzle if isinstance(self.layout, Swizzled) else Swizzle(0, 0)
+
+
+def conflict_free_swizzle(cols: int) -> Swizzle:
+    """The swizzle that makes a row-major f16 tile ``cols`` wide conflict-free.
+
+    ldmatrix reads 8 rows at one 16-byte column chunk, and a quarter-warp of 16-byte stores
+    writes 128 consecutive bytes. XOR-ing the index of the 128-byte line (row bits above the
+    line) into the chunk's low bits gives the 8 rows 8 different chunks, i.e. all 32 banks:
+    rows of 64 elements or more use ``Swizzle<3, 3, log2(cols) - 3>`` (line index = row), narrower
+    rows ``Swizzle<log2(cols / 8), 3, 3>`` (line index = offset bits 6 and up).
+    """
+    if cols < 16 or cols & (cols - 1):
+        raise ValueError(f"a swizzled tile needs a power-of-two width >= 16, got {cols}")
+    chunks_bits = int(np.log2(cols // VECTOR))
+    return Swizzle(min(3, chunks_bits), 3, max(3, int(np.log2(cols)) - 3))
+
+
+def shared_tiles(p: GemmParams, swizzled: bool) -> tuple[SharedTile, SharedTile]:
+    """A (block_m x block_k) then B (block_k x block_n), row-major, optionally swizzled."""
+    a = RowMajor(p.block_m, p.block_k)
+    b = RowMajor(p.block_k, p.block_n)
+    if swizzled:
+        a = Swizzled(a, conflict_free_swizzle(p.block_k))
+        b = Swizzled(b, conflict_free_swizzle(p.block_n))
+    return SharedTile("A", a, 0), SharedTile("B", b, p.a_tile_bytes)
+
+
+# ---- global -> shared copies -------------------------------------------------------------------
+
+
+def tile_vectors(p: GemmParams, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) of the 16-byte vectors each thread copies: thread t takes vectors t,
+    t + threads, t + 2 * threads, ... in row-major order. Shape (warps, per thread, 32)."""
+    per_row = cols // VECTOR
+    per_thread = rows * per_row // p.threads
+    thread = np.arange(p.warps)[:, None, None] * 32 + np.arange(32)
+    v = np.arange(per_thread)[None, :, None] * p.threads + thread
+    return v // per_row, v % per_row * VECTOR
+
+
+def _tile_shape(p: GemmParams, tile: SharedTile) -> tuple[int, int]:
+    return (p.block_m, p.block_k) if tile.operand == "A" else (p.block_k, p.block_n)
+
+
+def load_tile(m: Machine, tile: SharedTile, k_tile: int) -> np.ndarray:
+    """Global -> registers: this thread's vectors of the operand's (block, k) tile."""
+    rows, cols = tile_vectors(m.params, *_tile_shape(m.params, tile))
+    return m.load_global(f"{tile.operand}_gmem_load", tile.operand, rows, cols, k_tile)
+
+
+def store_tile(m: Machine, tile: SharedTile, registers: np.ndarray) -> None:
+    """Registers -> shared: each vector at its place in the tile's layout."""
+    rows, cols = tile_vectors(m.params, *_tile_shape(m.params, tile))
+    m.store_shared(f"{tile.operand}_smem_store", tile.address(rows, cols), registers)
+
+
+def copy_tile(m: Machine, tile: SharedTile, k_tile: int) -> None:
+    store_tile(m, tile, load_tile(m, tile, k_tile))
+
+
+# ---- shared -> register fragments ------------------------------------------------------------
+
+
+def _regroup(registers: np.ndarray, per: int) -> np.ndarray:
+    """(..., T, 32, per * r) -> (..., T * per, 32, r): one ldmatrix's matrices to mma tiles."""
+    *lead, t, lanes, n = registers.shape
+    r = registers.reshape(*lead, t, lanes, per, n // per)
+    return np.moveaxis(r, -2, -3).reshape(*lead, t * per, lanes, n // per)
+
+
+def load_a_fragments(m: Machine, tile: SharedTile, warp_k: int, matrices: int) -> np.ndarray:
+    """The warp's A fragments for one warp_k step: registers (blocks, warps, tiles_m, tiles_k,
+    32, 2). ``matrices`` 2: one ``ldmatrix.x2`` per 16x8 tile (lanes 0-15 give rows 0-15);
+    4: one ``ldmatrix.x4`` per 16x16 (lanes 16-31 give the same rows 8 columns on)."""
+    p = m.params
+    lane = m.lane
+    per = matrices // 2  # m16n8k8 A tiles per instruction, along K
+    tiles_k = p.tiles_k // per
+    row = (m.warp_row * p.warp_m)[:, :, None, None] + \
+        (np.arange(p.tiles_m) * MMA_M)[:, None, None] + lane % 16
+    second_half = lane // 16 * MMA_K if per == 2 else 0 * lane  # .x2 ignores lanes 16-31
+    col = warp_k * p.warp_k + (np.arange(tiles_k) * MMA_K * per)[:, None] + second_half
+    regs = m.ldmatrix("A_smem_ldmatrix", f"x{matrices}", tile.address(row, col))
+    return _regroup(regs, per)
+
+
+def load_b_fragments(m: Machine, tile: SharedTile, warp_k: int, matrices: int) -> np.ndarray:
+    """The warp's B fragments for one warp_k step: registers (blocks, warps, tiles_k, tiles_n,
+    32, 1), by ``ldmatrix.x{matrices}.trans``: lanes 8i .. 8i+7 give the 8 K rows of the
+    i-th 8x8 tile along N."""
+    p = m.params
+    lane = m.lane
+    row = warp_k * p.warp_k + (np.arange(p.tiles_k) * MMA_K)[:, None, None] + lane % 8
+    groups = p.tiles_n // matrices
+    col = (m.warp_col * p.warp_n)[:, :, None, None] + \
+        (np.arange(groups) * MMA_N * matrices)[:, None] + lane // 8 % matrices * MMA_N
+    regs = m.ldmatrix("B_smem_ldmatrix", f"x{matrices}.trans", tile.address(row, col))
+    return _regroup(regs, matrices)
+
+
+# ---- tensor cores ------------------------------------------------------------------------------
+
+
+def zero_accumulators(m: Machine) -> np.ndarray:
+    """(blocks, warps, tiles_m, tiles_n, 32, accumulator registers), all +0."""
+    p = m.params
+    return m.zeros(p.warps, p.tiles_m, p.tiles_n, 32, mma_fragment(p.qualifier, "c").registers)
+
+
+def mma_warp_tile(m: Machine, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+    """For each K step in turn, every (m, n) tile of the warp: ``acc += a[m, k] @ b[k, n]``."""
+    for k in range(a.shape[-3]):
+        acc = m.mma("mma", a[..., k, :, :][..., :, None, :, :],
+                    b[..., k, :, :, :][..., None, :, :, :], acc)
+    return acc
+
+
+# ---- epilogue ----------------------------------------------------------------------------------
+
+
+def _pair_coordinates(m: Machine) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) in the block tile of each lane's f16 pairs of C/D: shape (warps, tiles_m,
+    tiles_n, pairs, 32). A pair is two adjacent columns, one 32-bit word in memory."""
+    p = m.params
+    coords = mma_fragment(p.qualifier, "c").coords  # (32, 4, 2): (row, col) per element
+    assert (coords[:, 1::2] - coords[:, 0::2] == (0, 1)).all()  # elements 2i, 2i+1: a pair
+    first = np.moveaxis(coords[:, 0::2], 0, 1)  # (pairs, 32, 2): the pair's low element
+    row = (m.warp_row * p.warp_m)[:, :, None, None, None] + \
+        (np.arange(p.tiles_m) * MMA_M)[:, None, None, None] + first[..., 0]
+    col = (m.warp_col * p.warp_n)[:, :, None, None, None] + \
+        (np.arange(p.tiles_n) * MMA_N)[:, None, None] + first[..., 1]
+    return row, col
+
+
+def epilogue(m: Machine, acc: np.ndarray) -> None:
+    """``D = f16(alpha * acc + beta * C)`` element by element, each step an f32 operation
+    rounded to nearest (mul.rn, mul.rn, add.rn, then cvt.rn.f16.f32; NaN comes out as 0x7fff).
+    C and D move as f16 pairs: ``ld.global.b32`` / ``st.global.b32`` per register pair."""
+    row, col = _pair_coordinates(m)
+    c = m.load_global("C_gmem_load", "C", row, col, vector=2)  # (..., pairs, 32, 1)
+    c = c.view(np.float16).astype(np.float32)  # (..., pairs, 32, 2), exact
+    if m.params.accumulate == "f16":
+        acc = acc.view(np.float16).astype(np.float32)
+    else:
+        acc = acc.view(np.float32)
+    # Elements 0..3 of a lane are pairs (0, 1) and (2, 3): move the pair axis before the lanes.
+    acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = (m.alpha * acc + m.beta * c).astype(np.float16)
+    bits = d.view(np.uint16)
+    bits[np.isnan(d)] = 0x7FFF
+    m.store_global("D_gmem_store", "D", row, col, bits.view(np.uint32))

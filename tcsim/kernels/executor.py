@@ -1,0 +1,130 @@
+"""The executor: a schedule run on real bits, many blocks at once (`tcsim.run`).
+
+Global memory is the caller's matrices as f16 bit patterns; each block in flight has its own
+shared memory (a uint32 word array); registers are uint32 arrays with the blocks on the first
+axis. Every mma.sync goes through `tcsim.mma_regs`, so the tensor-core bits are the model's.
+Blocks run in groups so that registers and shared memory stay within ``MAX_REGISTER_BYTES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..isa.fragments import ldmatrix_fragment
+from ..isa.mma import mma_regs
+from ..memory.access import parse_instruction
+from .kernel import Kernel
+from .machine import LDMATRIX, ST_SHARED, Machine
+from .params import GemmParams
+
+MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size the groups
+
+
+class Executor(Machine):
+    def __init__(self, kernel: str, params: GemmParams, A: np.ndarray, B: np.ndarray,
+                 C: np.ndarray, D: np.ndarray, alpha: np.float32, beta: np.float32) -> None:
+        M, K = A.shape
+        N = B.shape[1]
+        super().__init__(kernel, params, M, N, K)
+        self.alpha, self.beta = np.float32(alpha), np.float32(beta)
+        self.memory = {"A": A.reshape(-1), "B": B.reshape(-1), "C": C.reshape(-1),
+                       "D": D.reshape(-1)}
+        self.shared = np.zeros((1, params.shared_bytes // 4), np.uint32)
+
+    def run_blocks(self, kernel, rows: np.ndarray, cols: np.ndarray) -> None:
+        """Run ``kernel`` on the blocks at tile indices (rows[i], cols[i])."""
+        self.block_rows, self.block_cols = rows, cols
+        self.shared = np.zeros((rows.size, self.params.shared_bytes // 4), np.uint32)
+        kernel.issue(self)
+
+    def k_tiles(self) -> Iterator[int]:
+        return iter(range(self.k_tile_count))
+
+    def _block_index(self, ndim: int) -> np.ndarray:
+        return np.arange(self.block_rows.size).reshape((-1,) + (1,) * ndim)
+
+    def load_global(self, site, operand, rows, cols, k_tile=0, vector=8):
+        offsets = self.global_elements(site, operand, rows, cols, k_tile, vector)
+        values = self.memory[operand][offsets[..., None] + np.arange(vector)]
+        return np.ascontiguousarray(values).view(np.uint32)
+
+    def store_global(self, site, operand, rows, cols, registers):
+        registers = np.asarray(registers, np.uint32)
+        vector = 2 * registers.shape[-1]
+        offsets = self.global_elements(site, operand, rows, cols, 0, vector)
+        values = np.ascontiguousarray(registers).view(np.uint16)
+        self.memory[operand][offsets[..., None] + np.arange(vector)] = values
+
+    def store_shared(self, site, addresses, registers):
+        addresses = np.asarray(addresses, np.int64)
+        self.check_shared(site, ST_SHARED, addresses, 16)
+        words = addresses[..., None] // 4 + np.arange(4)
+        self.shared[self._block_index(words.ndim), words] = registers
+
+    def ldmatrix(self, site, shape, addresses):
+        spelling = LDMATRIX.format(shape)
+        inst = parse_instruction(spelling)
+        rows = np.asarray(addresses, np.int64)[..., : 8 * inst.matrices]  # lanes with rows
+        self.check_shared(site, spelling, rows, 16)
+        words = rows[..., None] // 4 + np.arange(4)
+        data = self.shared[self._block_index(words.ndim), words]  # (blocks, ..., 8N, 4)
+        frag = ldmatrix_fragment(inst.matrices, inst.transpose)
+        return frag.to_registers(frag.gather_bits(data.view(np.uint16)))
+
+    def mma(self, site, a, b, c):
+        return mma_regs(self.params.qualifier, a, b, c)
+
+
+def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
+        alpha: float = 1.0, beta: float = 0.0, **params) -> np.ndarray:
+    """``D = alpha * A @ B + beta * C`` computed by ``kernel``'s schedule, bit for bit.
+
+    A (M, K), B (K, N) and C (M, N) are row-major float16 (C None reads as zeros); alpha and
+    beta are rounded to float32 as the CUDA twin receives them. ``params`` override the
+    kernel's tile parameters. Returns D (M, N) float16.
+    """
+    from . import kernel_named
+
+    kernel = kernel_named(kernel) if isinstance(kernel, str) else kernel
+    p = kernel.params(**params)
+    return execute(kernel, p, *check_operands(kernel, p, A, B, C), alpha, beta)
+
+
+def check_operands(kernel: Kernel, p: GemmParams, A, B, C) -> tuple[np.ndarray, ...]:
+    """A, B, C as float16 matrices of matching shapes the tiles divide (C None: zeros)."""
+    A, B = _matrix("A", A), _matrix("B", B)
+    (M, K), (K2, N) = A.shape, B.shape
+    if K2 != K:
+        raise ValueError(f"A is {M}x{K} but B is {K2}x{N}: B needs {K} rows")
+    C = np.zeros((M, N), np.float16) if C is None else _matrix("C", C)
+    if C.shape != (M, N):
+        raise ValueError(f"C must be {M}x{N} (M x N), got {C.shape[0]}x{C.shape[1]}")
+    p.check_problem(M, N, K, kernel.name)
+    return A, B, C
+
+
+def _matrix(name: str, x) -> np.ndarray:
+    x = np.asarray(x)
+    if x.dtype != np.float16:
+        raise TypeError(f"{name} must be float16 (the ladder's kernels are f16 GEMMs), "
+                        f"got {x.dtype}")
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {x.shape}")
+    return x
+
+
+def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float) -> np.ndarray:
+    """Run ``kernel``'s schedule on every block; D as float16 (M, N)."""
+    A, B, C = (np.ascontiguousarray(x).view(np.uint16) for x in (A, B, C))
+    D = np.zeros(C.shape, np.uint16)
+    ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta))
+    grid_n, grid_m = params.grid(ex.M, ex.N)
+    rows, cols = (x.ravel() for x in np.divmod(np.arange(grid_m * grid_n), grid_n))
+    acc_bytes = params.warps * params.warp_m * params.warp_n * (2 if params.accumulate == "f16"
+                                                                else 4)
+    group = max(1, MAX_REGISTER_BYTES // (8 * acc_bytes))  # temporaries are several times acc
+    for start in range(0, rows.size, group):
+        ex.run_blocks(kernel, rows[start:start + group], cols[start:start + group])
+    return D.view(np.float16)

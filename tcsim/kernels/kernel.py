@@ -1,0 +1,62 @@
+"""`Kernel`: one rung of the ladder, its schedule, default tiles and the name of its CUDA twin."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .blocks import SharedTile
+from .machine import Machine
+from .params import GemmParams
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A GEMM kernel ``D = alpha * A @ B + beta * C`` (f16 in and out) as a schedule.
+
+    ``program(machine, params, A_smem, B_smem)`` issues the kernel's instructions on the
+    shared-memory tiles that ``tiles(params)`` gives; ``source`` is the CUDA twin in
+    ``tcsim/hw``; ``requires`` checks what this
+    kernel asks of the tile sizes beyond `GemmParams`' own rules.
+    """
+
+    name: str
+    summary: str
+    program: Callable[[Machine, GemmParams, SharedTile, SharedTile], None]
+    tiles: Callable[[GemmParams], tuple[SharedTile, SharedTile]]
+    defaults: GemmParams
+    requires: Callable[[GemmParams], None] = lambda p: None
+
+    @property
+    def source(self) -> str:
+        return f"{self.name}.cu"
+
+    def params(self, params: GemmParams | None = None, **overrides) -> GemmParams:
+        """The defaults with ``overrides`` applied (or ``params``), checked for this kernel."""
+        p = (params or self.defaults).with_overrides(**overrides)
+        self.requires(p)
+        self.tiles(p)  # layouts check their own requirements (a swizzle needs powers of two)
+        return p
+
+    def issue(self, machine: Machine) -> None:
+        """Run the schedule on ``machine`` (an executor or a tracer)."""
+        self.program(machine, machine.params, *self.tiles(machine.params))
+
+    def defines(self, p: GemmParams) -> dict[str, int]:
+        """The CUDA twin's compile-time constants for ``p``: tiles, accumulator, swizzles."""
+        a, b = self.tiles(p)
+        out = {"BM": p.block_m, "BN": p.block_n, "BK": p.block_k, "WM": p.warp_m,
+               "WN": p.warp_n, "WK": p.warp_k, "ACC_F32": int(p.accumulate == "f32")}
+        for tile in (a, b):
+            s = tile.swizzle
+            out.update({f"{tile.operand}_SWZ_BITS": s.bits, f"{tile.operand}_SWZ_BASE": s.base,
+                        f"{tile.operand}_SWZ_SHIFT": s.shift})
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.name}: {self.summary}>"
+
+
+def require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)

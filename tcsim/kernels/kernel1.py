@@ -1,0 +1,40 @@
+"""kernel1: hierarchical tiling (the article's first kernel).
+
+A block copies its A and B tiles from global to shared memory, then each warp loads m16n8k8
+fragments with ``ldmatrix`` (``.x2`` for A, ``.x1.trans`` for B) and issues ``mma.sync``
+over its warp tile. Shared tiles are plain row-major, so the ldmatrix reads of 8 rows that are
+128 or 256 bytes apart land in the same banks: the bank conflicts kernel2 removes.
+"""
+
+from .blocks import (
+    SharedTile,
+    copy_tile,
+    epilogue,
+    load_a_fragments,
+    load_b_fragments,
+    mma_warp_tile,
+    shared_tiles,
+    zero_accumulators,
+)
+from .kernel import Kernel
+from .params import GemmParams
+
+
+def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
+    acc = zero_accumulators(m)
+    for k in m.k_tiles():  # block_k steps along K
+        copy_tile(m, A_smem, k)  # A[block_m, k] -> shared
+        copy_tile(m, B_smem, k)  # B[k, block_n] -> shared
+        m.sync()
+        for warp_k in range(p.block_k // p.warp_k):
+            a = load_a_fragments(m, A_smem, warp_k, matrices=2)
+            b = load_b_fragments(m, B_smem, warp_k, matrices=1)
+            acc = mma_warp_tile(m, a, b, acc)
+        m.sync()  # before the next copy overwrites the tiles
+    epilogue(m, acc)
+
+
+kernel1 = Kernel("kernel1", "hierarchical tiling, row-major shared tiles", program,
+                 lambda p: shared_tiles(p, swizzled=False),
+                 GemmParams(block_m=256, block_n=128, block_k=64, warp_m=64, warp_n=64,
+                            warp_k=32))

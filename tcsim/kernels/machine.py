@@ -1,0 +1,159 @@
+"""The instructions a kernel schedule issues, and what both engines share.
+
+A schedule (kernel1 .. kernel5) is a Python function ``program(m, params)`` that issues
+warp-wide instructions on a `Machine` ``m``. Two engines implement the machine: the executor
+(`tcsim.run`) moves real bits through simulated global memory, shared memory and registers; the
+tracer (`tcsim.trace`) moves only addresses and counts what each instruction site costs.
+
+Conventions a schedule follows:
+
+- Per-lane values (addresses, coordinates) are numpy arrays whose last axis is the 32 lanes and
+  whose first axis is the block's warps: shape ``(warps, ..., 32)``. Axes in between are tile
+  indices, so one call issues one instruction per (warp, tile), all at once.
+- Registers are uint32 arrays ``(blocks, warps, ..., 32, registers)``; the leading blocks axis
+  is the engine's business (the executor runs many blocks together, the tracer one), so a
+  schedule only ever indexes registers from the right.
+- Global coordinates are relative to the block's tile of the operand; the machine adds the
+  block's origin (and, for A and B, the K tile's), as ``A + block_m * BM * K + k * BK`` does in
+  the CUDA twin.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..memory.access import SharedMemoryError
+from .params import ELEMENT_BYTES, GemmParams
+
+WARP = 32
+
+# The PTX spellings of the instructions a schedule issues (the CUDA twins use these).
+LD_GLOBAL = {8: "ld.global.v4.u32", 2: "ld.global.b32"}  # by f16 elements per lane
+ST_GLOBAL = {2: "st.global.b32"}
+ST_SHARED = "st.shared.v4.b32"
+LDMATRIX = "ldmatrix.sync.aligned.m8n8.{}.shared.b16"
+
+
+class GlobalMemoryError(ValueError):
+    """A global-memory access outside its array or misaligned for its width."""
+
+
+def first_index(mask: np.ndarray) -> tuple[int, ...]:
+    """The first True position of ``mask`` as an index tuple."""
+    return tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(mask)[0]), mask.shape))
+
+
+class Machine(ABC):
+    """What a schedule may do; see the module docstring for the array conventions."""
+
+    def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int) -> None:
+        params.check_problem(M, N, K, kernel)
+        self.kernel = kernel
+        self.params = params
+        self.M, self.N, self.K = M, N, K
+        self.lane = np.arange(WARP)
+        warp = np.arange(params.warps)[:, None]  # (warps, 1): broadcasts against lanes
+        self.warp = warp
+        self.warp_row = warp // params.warps_n  # the warp's tile along M
+        self.warp_col = warp % params.warps_n  # along N
+        # operand -> (rows, cols) of the whole matrix in global memory (row-major)
+        self.shapes = {"A": (M, K), "B": (K, N), "C": (M, N), "D": (M, N)}
+        self.block_rows = np.zeros(1, np.int64)  # the blocks in flight: tile index along M
+        self.block_cols = np.zeros(1, np.int64)  # along N
+        self.alpha, self.beta = np.float32(1), np.float32(0)  # the epilogue's scalars
+
+    @property
+    def k_tile_count(self) -> int:
+        return self.K // self.params.block_k
+
+    # ---- instructions ------------------------------------------------------------------------
+
+    @abstractmethod
+    def k_tiles(self) -> Iterator[int]:
+        """The block-level K loop: ``for k in m.k_tiles()`` visits K tile indices."""
+
+    @abstractmethod
+    def load_global(self, site: str, operand: str, rows, cols, k_tile: int = 0,
+                    vector: int = 8) -> np.ndarray:
+        """Each lane loads ``vector`` f16 elements from ``operand[row, col:col+vector]``."""
+
+    @abstractmethod
+    def store_global(self, site: str, operand: str, rows, cols, registers) -> None:
+        """Each lane stores its registers' f16 pairs to ``operand[row, col:col+2]``."""
+
+    @abstractmethod
+    def store_shared(self, site: str, addresses, registers) -> None:
+        """``st.shared.v4.b32``: each lane writes its 4 registers at its byte address."""
+
+    @abstractmethod
+    def ldmatrix(self, site: str, shape: str, addresses) -> np.ndarray:
+        """``ldmatrix.sync.aligned.m8n8.<shape>.shared.b16`` (shape "x1", "x4.trans", ...)."""
+
+    @abstractmethod
+    def mma(self, site: str, a, b, c) -> np.ndarray:
+        """``mma.sync`` of the kernel's qualifier on every (warp, tile) at once."""
+
+    def sync(self) -> None:  # noqa: B027 - a barrier moves no data; engines may count it
+        """``__syncthreads()`` (bar.sync 0)."""
+
+    def zeros(self, *shape: int) -> np.ndarray:
+        """Registers of every block in flight, set to zero: (blocks, *shape) uint32."""
+        return np.zeros((self.block_rows.size,) + shape, np.uint32)
+
+    # ---- shared by the engines ---------------------------------------------------------------
+
+    def global_elements(self, site: str, operand: str, rows, cols, k_tile: int,
+                        vector: int) -> np.ndarray:
+        """Element offsets (blocks, *lanes shape) into ``operand``, checked."""
+        p = self.params
+        rows, cols = np.broadcast_arrays(np.asarray(rows, np.int64), np.asarray(cols, np.int64))
+        expand = (-1,) + (1,) * rows.ndim
+        bm = self.block_rows.reshape(expand) * p.block_m
+        bn = self.block_cols.reshape(expand) * p.block_n
+        bk = k_tile * p.block_k
+        if operand == "A":
+            r, c = bm + rows, bk + cols
+        elif operand == "B":
+            r, c = bk + rows, bn + cols
+        else:
+            r, c = bm + rows, bn + cols
+        nrows, ncols = self.shapes[operand]
+        offset = r * ncols + c
+        bad = (r < 0) | (r >= nrows) | (c < 0) | (c + vector > ncols)
+        misaligned = offset % vector != 0
+        if bad.any() or misaligned.any():
+            where = first_index(bad if bad.any() else misaligned)
+            what = (f"elements [{int(r[where])}, {int(c[where])}:{int(c[where]) + vector}] are "
+                    f"outside the {nrows}x{ncols} matrix" if bad.any() else
+                    f"element offset {int(offset[where])} is not aligned to {vector} elements")
+            raise GlobalMemoryError(f"{self.kernel} site {site!r}: {self._who(where)}: "
+                                    f"{operand} {what}")
+        return offset
+
+    def check_shared(self, site: str, spelling: str, addresses: np.ndarray,
+                     width: int) -> None:
+        """Raise `SharedMemoryError` for a misaligned or out-of-range shared address."""
+        size = self.params.shared_bytes
+        bad = (addresses < 0) | (addresses + width > size)
+        misaligned = addresses % width != 0
+        if bad.any() or misaligned.any():
+            where = first_index(bad if bad.any() else misaligned)
+            a = int(addresses[where])
+            what = (f"address {a:#x} (+{width} bytes) is outside the block's {size} bytes"
+                    if bad.any() else f"address {a:#x} is not aligned to {width} bytes")
+            raise SharedMemoryError(f"{self.kernel} site {site!r} ({spelling}): "
+                                    f"{self._who((0,) + where)}: {what}")
+
+    def _who(self, where: tuple[int, ...]) -> str:
+        """'block (m, n) warp w lane l' for an index (block, warp, ..., lane)."""
+        b = where[0]
+        return (f"block ({int(self.block_rows[b])}, {int(self.block_cols[b])}) "
+                f"warp {where[1]} lane {where[-1]}")
+
+
+def byte_addresses(offsets) -> np.ndarray:
+    """f16 element offsets -> byte addresses."""
+    return np.asarray(offsets, np.int64) * ELEMENT_BYTES

@@ -1,0 +1,145 @@
+"""Tile parameters of a GEMM kernel and the problem sizes they accept.
+
+`GemmParams` owns the hierarchical tiling every kernel of the ladder shares: a block computes a
+``block_m x block_n`` tile of D, looping over K in steps of ``block_k``; its warps each own a
+``warp_m x warp_n`` sub-tile and walk ``block_k`` in steps of ``warp_k``; a warp covers its
+sub-tile with m16n8k8 tensor-core instructions. Every derived count (warps, threads, mma tiles,
+shared-memory bytes) is a property here, so the Python schedule and its CUDA twin read the same
+numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+from ..memory.shared import SM90_BLOCK_LIMIT
+
+MMA_M, MMA_N, MMA_K = 16, 8, 8  # the m16n8k8 instruction's tile
+VECTOR = 8  # f16 elements per 16-byte global load / shared store
+ELEMENT_BYTES = 2  # f16
+ACCUMULATE = ("f16", "f32")
+
+
+class ProblemSizeError(ValueError):
+    """M, N or K is not a multiple of what a kernel's tiles require."""
+
+
+@dataclass(frozen=True)
+class GemmParams:
+    """A kernel's tile sizes (in elements) and accumulator type; see the module docstring."""
+
+    block_m: int = 256
+    block_n: int = 128
+    block_k: int = 64
+    warp_m: int = 64
+    warp_n: int = 64
+    warp_k: int = 32
+    accumulate: str = "f16"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "accumulate":
+                if value not in ACCUMULATE:
+                    raise ValueError(f"accumulate must be 'f16' or 'f32', got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{f.name} must be a positive integer, got {value!r}")
+        self._require(self.warp_m % MMA_M == 0, f"warp_m={self.warp_m} must be a multiple of 16")
+        self._require(self.warp_n % MMA_N == 0, f"warp_n={self.warp_n} must be a multiple of 8")
+        self._require(self.warp_k % MMA_K == 0, f"warp_k={self.warp_k} must be a multiple of 8")
+        for outer, inner in (("block_m", "warp_m"), ("block_n", "warp_n"),
+                             ("block_k", "warp_k")):
+            o, i = getattr(self, outer), getattr(self, inner)
+            self._require(o % i == 0, f"{outer}={o} must be a multiple of {inner}={i}")
+        self._require(self.threads <= 1024,
+                      f"{self.warps} warps ({self.threads} threads) exceed 1024 threads a block")
+        for name, rows, cols in (("A", self.block_m, self.block_k),
+                                 ("B", self.block_k, self.block_n)):
+            vectors = rows * cols // VECTOR
+            self._require(cols % VECTOR == 0 and vectors % self.threads == 0,
+                          f"the {name} tile ({rows}x{cols}) must split into 16-byte vectors, an "
+                          f"equal number per thread ({self.threads} threads)")
+        self._require(self.shared_bytes <= SM90_BLOCK_LIMIT,
+                      f"{self.shared_bytes} bytes of shared memory exceed {SM90_BLOCK_LIMIT}")
+
+    @staticmethod
+    def _require(ok: bool, message: str) -> None:
+        if not ok:
+            raise ValueError(message)
+
+    # ---- derived counts ---------------------------------------------------------------------
+
+    @property
+    def warps_m(self) -> int:
+        return self.block_m // self.warp_m
+
+    @property
+    def warps_n(self) -> int:
+        return self.block_n // self.warp_n
+
+    @property
+    def warps(self) -> int:
+        return self.warps_m * self.warps_n
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def tiles_m(self) -> int:
+        """m16n8k8 tiles along a warp tile's M."""
+        return self.warp_m // MMA_M
+
+    @property
+    def tiles_n(self) -> int:
+        return self.warp_n // MMA_N
+
+    @property
+    def tiles_k(self) -> int:
+        """m16n8k8 steps in one warp_k step."""
+        return self.warp_k // MMA_K
+
+    @property
+    def a_tile_bytes(self) -> int:
+        return self.block_m * self.block_k * ELEMENT_BYTES
+
+    @property
+    def b_tile_bytes(self) -> int:
+        return self.block_k * self.block_n * ELEMENT_BYTES
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.a_tile_bytes + self.b_tile_bytes
+
+    @property
+    def qualifier(self) -> str:
+        acc = self.accumulate
+        return f"m16n8k8.row.col.{acc}.f16.f16.{acc}"
+
+    def grid(self, M: int, N: int) -> tuple[int, int]:
+        """(blocks along N, blocks along M): CUDA's gridDim.x, gridDim.y."""
+        return N // self.block_n, M // self.block_m
+
+    def check_problem(self, M: int, N: int, K: int, kernel: str = "this kernel") -> None:
+        """Raise `ProblemSizeError` unless the tiles divide M, N and K."""
+        for name, value in (("M", M), ("N", N), ("K", K)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ProblemSizeError(f"{name} must be a positive integer, got {value!r}")
+        bad = [f"{name}={v} is not a multiple of {tile}={t}"
+               for name, v, tile, t in (("M", M, "block_m", self.block_m),
+                                        ("N", N, "block_n", self.block_n),
+                                        ("K", K, "block_k", self.block_k)) if v % t]
+        if bad:
+            raise ProblemSizeError(
+                f"{kernel}: {'; '.join(bad)} (it needs M % {self.block_m} == 0, "
+                f"N % {self.block_n} == 0, K % {self.block_k} == 0)")
+
+    def with_overrides(self, **overrides) -> GemmParams:
+        unknown = set(overrides) - {f.name for f in fields(self)}
+        if unknown:
+            raise TypeError(f"unknown kernel parameter(s) {sorted(unknown)}; "
+                            f"known: {[f.name for f in fields(self)]}")
+        return replace(self, **overrides)
+
+    def as_dict(self) -> dict:
+        return asdict(self)

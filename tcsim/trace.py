@@ -1,0 +1,259 @@
+"""`tcsim.trace`: a kernel's schedule run on addresses only, counted per instruction site.
+
+The tracer is symbolic. Shared-memory addresses do not depend on the block's position, and
+global sector counts do not either while every block and K-tile shift is a multiple of 32
+bytes (checked), so it runs one block. The K loop repeats itself: the tracer visits its first,
+one middle and its last iteration and weighs the middle one by the iterations it stands for.
+Within an instruction, the warps' and tiles' address patterns are deduplicated up to a shift
+by 128 bytes (which moves no access to another bank) before they are counted. So the cost of
+a trace does not grow with M * N * K.
+
+`Trace` holds per-site counters and their totals under the names of the Nsight Compute metrics
+they predict, so a trace and a profile compare key by key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .kernels import Kernel, kernel_named
+from .kernels.machine import LD_GLOBAL, LDMATRIX, ST_GLOBAL, ST_SHARED, Machine
+from .kernels.params import ELEMENT_BYTES, GemmParams
+from .memory.access import access, parse_instruction
+
+SECTOR = 32  # bytes: the unit of global-memory traffic
+BANK_PERIOD = 128  # bytes: shifting a warp's addresses by this keeps every bank
+
+# Trace totals, keyed by the Nsight Compute (2025.3) metric each predicts.
+SHARED_LD_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+SHARED_LD_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+SHARED_ST_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
+SHARED_ST_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+LDSM = "smsp__inst_executed_op_ldsm.sum"
+SHARED_LD_INST = "smsp__inst_executed_op_shared_ld.sum"
+SHARED_ST_INST = "smsp__inst_executed_op_shared_st.sum"
+HMMA = "smsp__inst_executed_pipe_tensor_op_hmma.sum"
+GLOBAL_LD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+GLOBAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+GLOBAL_ST_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
+GLOBAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+METRICS = (LDSM, SHARED_LD_WAVEFRONTS, SHARED_LD_CONFLICTS, SHARED_ST_INST, SHARED_ST_WAVEFRONTS,
+           SHARED_ST_CONFLICTS, HMMA, GLOBAL_LD_REQUESTS, GLOBAL_LD_SECTORS, GLOBAL_ST_REQUESTS,
+           GLOBAL_ST_SECTORS)
+
+
+@dataclass
+class Site:
+    """Counters of one instruction site, summed over every block, warp and iteration."""
+
+    name: str
+    instruction: str
+    executions: int = 0  # warp-level instructions
+    wavefronts: int = 0  # shared memory
+    ideal: int = 0
+    requests: int = 0  # global memory
+    sectors: int = 0
+    mma: int = 0  # tensor-core instructions
+
+    @property
+    def conflicts(self) -> int:
+        return self.wavefronts - self.ideal
+
+    @property
+    def space(self) -> str:
+        return "global" if ".global" in self.instruction else \
+            "tensor" if self.instruction.startswith("mma") else "shared"
+
+    def metrics(self) -> dict[str, int]:
+        """This site's contribution to the Nsight Compute totals."""
+        inst = self.instruction
+        if self.space == "tensor":
+            return {HMMA: self.mma}
+        if self.space == "global":
+            side = "ld" if inst.startswith("ld") else "st"
+            return {GLOBAL_LD_REQUESTS if side == "ld" else GLOBAL_ST_REQUESTS: self.requests,
+                    GLOBAL_LD_SECTORS if side == "ld" else GLOBAL_ST_SECTORS: self.sectors}
+        if parse_instruction(inst).is_store:
+            out = {SHARED_ST_WAVEFRONTS: self.wavefronts, SHARED_ST_CONFLICTS: self.conflicts}
+            if inst.startswith("st."):
+                out[SHARED_ST_INST] = self.executions
+            return out
+        out = {SHARED_LD_WAVEFRONTS: self.wavefronts, SHARED_LD_CONFLICTS: self.conflicts}
+        out[LDSM if inst.startswith("ldmatrix") else SHARED_LD_INST] = self.executions
+        return out
+
+
+@dataclass
+class Trace:
+    """Per-site counters of one kernel on one problem size; see the module docstring."""
+
+    kernel: str
+    problem: tuple[int, int, int]
+    params: dict
+    sites: dict[str, Site] = field(default_factory=dict)
+
+    @property
+    def totals(self) -> dict[str, int]:
+        out = dict.fromkeys(METRICS, 0)
+        for site in self.sites.values():
+            for key, value in site.metrics().items():
+                out[key] = out.get(key, 0) + value
+        return out
+
+    def to_dict(self) -> dict:
+        return {"kernel": self.kernel, "problem": list(self.problem), "params": self.params,
+                "sites": [dict(asdict(s), conflicts=s.conflicts) for s in self.sites.values()],
+                "totals": self.totals}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __str__(self) -> str:
+        M, N, K = self.problem
+        head = ("site", "instruction", "executed", "wavefronts", "ideal", "conflicts", "sectors",
+                "mma")
+        rows = [(s.name, s.instruction, s.executions,
+                 *((s.wavefronts, s.ideal, s.conflicts) if s.space == "shared" else ("",) * 3),
+                 s.sectors if s.space == "global" else "", s.mma or "")
+                for s in self.sites.values()]
+        lines = [f"{self.kernel} on M={M} N={N} K={K}", *_table(head, rows), "", "totals:"]
+        width = max(len(k) for k in self.totals)
+        lines += [f"  {k:<{width}}  {v:>14,}" for k, v in self.totals.items()]
+        return "\n".join(lines)
+
+    def compare(self, other: Trace) -> str:
+        """Two traces side by side: each site's wavefronts and conflicts, then the totals."""
+        head = ("site", f"{self.kernel} wavefronts", "conflicts", f"{other.kernel} wavefronts",
+                "conflicts")
+        rows = []
+        for name in dict.fromkeys([*self.sites, *other.sites]):
+            a, b = self.sites.get(name), other.sites.get(name)
+            if (a or b).space != "shared":
+                continue
+            rows.append((name, *_pair(a), *_pair(b)))
+        totals = [(key, f"{self.totals[key]:,}", f"{other.totals[key]:,}")
+                  for key in METRICS]
+        return "\n".join([f"{self.kernel} vs {other.kernel} on M, N, K = {self.problem}",
+                          *_table(head, rows), "", *_table(("metric", self.kernel, other.kernel),
+                                                           totals)])
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            f"<tr><td>{s.name}</td><td><code>{s.instruction}</code></td><td>{s.executions:,}</td>"
+            f"<td>{s.wavefronts:,}</td><td{' style=background:#fcc' if s.conflicts else ''}>"
+            f"{s.conflicts:,}</td><td>{s.sectors:,}</td><td>{s.mma:,}</td></tr>"
+            for s in self.sites.values())
+        return (f"<b>{self.kernel}</b> M, N, K = {self.problem}<table><tr><th>site</th>"
+                f"<th>instruction</th><th>executed</th><th>wavefronts</th><th>conflicts</th>"
+                f"<th>sectors</th><th>mma</th></tr>{cells}</table>")
+
+
+def _pair(site: Site | None) -> tuple:
+    return (f"{site.wavefronts:,}", f"{site.conflicts:,}") if site else ("-", "-")
+
+
+def _table(head: tuple, rows: list[tuple]) -> list[str]:
+    cells = [tuple(f"{c:,}" if isinstance(c, int) else str(c) for c in row) for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return [fmt.format(*head), fmt.format(*("-" * w for w in widths)),
+            *(fmt.format(*r) for r in cells)]
+
+
+class Tracer(Machine):
+    """A machine that runs block (0, 0) on zero-valued registers and counts each site."""
+
+    def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int) -> None:
+        super().__init__(kernel, params, M, N, K)
+        for name, elements in (("block_k", params.block_k), ("block_n", params.block_n)):
+            if elements * ELEMENT_BYTES % SECTOR:
+                raise ValueError(f"tcsim.trace counts one block: {name}={elements} must be a "
+                                 f"multiple of 16 so every block sees the same sectors")
+        grid_n, grid_m = params.grid(M, N)
+        self.blocks = grid_m * grid_n
+        self.weight = 1
+        self.sites: dict[str, Site] = {}
+
+    def _site(self, name: str, instruction: str) -> Site:
+        site = self.sites.setdefault(name, Site(name, instruction))
+        if site.instruction != instruction:
+            raise ValueError(f"site {name!r} issues {site.instruction}, not {instruction}")
+        return site
+
+    @property
+    def times(self) -> int:
+        """How many executions one traced instruction stands for."""
+        return self.blocks * self.weight
+
+    def k_tiles(self) -> Iterator[int]:
+        n = self.k_tile_count
+        visits = [(0, 1), (1, n - 2), (n - 1, 1)] if n >= 3 else [(k, 1) for k in range(n)]
+        for k, weight in visits:
+            self.weight = weight
+            yield k
+        self.weight = 1
+
+    def _global(self, site, spelling, operand, rows, cols, k_tile, vector) -> tuple:
+        offsets = self.global_elements(site, operand, rows, cols, k_tile, vector)
+        lanes = offsets.reshape(-1, 32) * ELEMENT_BYTES // SECTOR  # one sector per lane
+        lanes.sort(axis=1)
+        sectors = int((1 + (np.diff(lanes, axis=1) != 0).sum(axis=1)).sum())
+        s = self._site(site, spelling)
+        s.executions += lanes.shape[0] * self.times
+        s.requests += lanes.shape[0] * self.times
+        s.sectors += sectors * self.times
+        return offsets.shape
+
+    def load_global(self, site, operand, rows, cols, k_tile=0, vector=8):
+        shape = self._global(site, LD_GLOBAL[vector], operand, rows, cols, k_tile, vector)
+        return np.zeros(shape + (vector // 2,), np.uint32)
+
+    def store_global(self, site, operand, rows, cols, registers):
+        vector = 2 * np.shape(registers)[-1]
+        self._global(site, ST_GLOBAL[vector], operand, rows, cols, 0, vector)
+
+    def _shared(self, site: str, spelling: str, addresses: np.ndarray, width: int) -> None:
+        self.check_shared(site, spelling, addresses, width)
+        lanes = addresses.reshape(-1, 32)
+        shifted = lanes - lanes.min(axis=1, keepdims=True) // BANK_PERIOD * BANK_PERIOD
+        patterns, counts = np.unique(shifted, axis=0, return_counts=True)
+        s = self._site(site, spelling)
+        for pattern, count in zip(patterns, counts):
+            a = access(spelling, pattern)
+            s.wavefronts += a.wavefronts * int(count) * self.times
+            s.ideal += a.ideal * int(count) * self.times
+        s.executions += lanes.shape[0] * self.times
+
+    def store_shared(self, site, addresses, registers):
+        self._shared(site, ST_SHARED, np.asarray(addresses, np.int64), 16)
+
+    def ldmatrix(self, site, shape, addresses):
+        spelling = LDMATRIX.format(shape)
+        addresses = np.asarray(addresses, np.int64)
+        rows = parse_instruction(spelling).matrices * 8
+        used = np.where(np.arange(32) < rows, addresses, addresses[..., :1])  # others ignored
+        self._shared(site, spelling, used, 16)
+        return np.zeros((1,) + addresses.shape + (rows // 8,), np.uint32)
+
+    def mma(self, site, a, b, c):
+        batch = np.broadcast_shapes(*(np.shape(x)[:-2] for x in (a, b, c)))
+        s = self._site(site, "mma.sync.aligned." + self.params.qualifier)
+        count = int(np.prod(batch[1:], dtype=np.int64)) * self.times
+        s.executions += count
+        s.mma += count
+        return np.zeros(np.broadcast_shapes(np.shape(c), batch + np.shape(c)[-2:]), np.uint32)
+
+
+def trace(kernel: Kernel | str, M: int, N: int, K: int, **params) -> Trace:
+    """Count what ``kernel`` costs on an (M, N, K) problem, per instruction site.
+
+    ``params`` override the kernel's tile parameters (block_m, ..., accumulate)."""
+    kernel = kernel_named(kernel) if isinstance(kernel, str) else kernel
+    p = kernel.params(**params)
+    tracer = Tracer(kernel.name, p, M, N, K)
+    kernel.issue(tracer)
+    return Trace(kernel.name, (M, N, K), p.as_dict(), tracer.sites)
