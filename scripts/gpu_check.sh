@@ -3,7 +3,8 @@
 #   bash scripts/gpu_check.sh [MODE]      logs under $OUT (./out when OUT is unset)
 # MODE: (none) everything, about 15 minutes on a 16-core H100 machine; the device tool allows
 # 10 minutes a command, so there run the parts: m16n8 (the m16n8 shapes and every fact),
-# m8n8k4 (the 12 quad-pair variants), smem (shared-memory counters), explore (model fitting).
+# m8n8k4 (the 12 quad-pair variants), smem (shared-memory counters), explore (model fitting),
+# kernels (the kernel ladder's bits and counters against its CUDA twins).
 # mma runs the mma tests for TCSIM_HW_QUALIFIERS (comma list) filtered by TCSIM_K.
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 set -uo pipefail
@@ -36,6 +37,13 @@ elif [ "$mode" = smem ]; then
   rm -f "$TCSIM_HW_LOG"
   python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_smem_hw.py 2>&1 \
     | tee "$OUT/pytest_hw.log"
+  status=${PIPESTATUS[0]}
+  python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
+elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
+  export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
+  rm -f "$TCSIM_HW_LOG"
+  python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_kernels_hw.py \
+    ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
   python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
 elif [ "$mode" = explore ]; then

@@ -35,3 +35,15 @@ if smem:
             print(f"smem MISMATCH {r['instruction']} [{r['pattern']}]: ncu {w:g}/{c:g} "
                   f"tcsim {r['sim_wavefronts']}/{r['sim_conflicts']}")
     print(f"shared-memory patterns: {same} of {len(smem)} match Nsight Compute exactly")
+
+bits = [r for r in rows if r["test"] == "kernel_bits"]
+for r in bits:
+    M, N, K = r["shape"]
+    print(f"bits {r['kernel']} {r['accumulate']} {M}x{N}x{K}: {r['mismatches']} of "
+          f"{r['elements']:,} differ (inf {r['inf']}, NaN {r['nan']})")
+for r in (r for r in rows if r["test"] == "kernel_counters"):
+    M, N, K = r["shape"]
+    diffs = [f"{k.split('__')[1]}: trace {v:,} ncu {r['ncu'].get(k, float('nan')):,.0f}"
+             for k, v in r["trace"].items() if r["ncu"].get(k) != v]
+    print(f"counters {r['kernel']} {M}x{N}x{K} {r['accumulate']}: "
+          + ("all equal" if not diffs else "; ".join(diffs)))

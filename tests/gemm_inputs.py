@@ -1,0 +1,27 @@
+"""Random GEMM operands for the kernel tests, with edge cases drawn on purpose.
+
+Normal values of mixed scale, plus: subnormal entries in A and B, one row of A and one column
+of B large enough that their dot product overflows f16 (inf), exact cancellation (a column of
+B that is the negation of its neighbour), and inf and NaN entries in C.
+"""
+
+import numpy as np
+
+
+def gemm_inputs(rng, M: int, N: int, K: int, edge: bool = True):
+    A = (rng.standard_normal((M, K)) * rng.choice([0.25, 1, 4], (M, 1))).astype(np.float16)
+    B = (rng.standard_normal((K, N)) * rng.choice([0.25, 1, 4], (1, N))).astype(np.float16)
+    C = rng.standard_normal((M, N)).astype(np.float16)
+    if edge:
+        for X in (A, B):
+            hit = rng.random(X.shape) < 0.01
+            X[hit] = (rng.integers(1, 1024, hit.sum()) * 2.0**-24 *
+                      rng.choice([-1, 1], hit.sum())).astype(np.float16)
+        A[rng.integers(M)] = 200  # with the column below: sums past the f16 range
+        B[:, rng.integers(N)] = 300
+        j = rng.integers(N - 1)
+        B[:, j + 1] = -B[:, j]
+        for value in (np.inf, -np.inf, np.nan):
+            C[rng.integers(M, size=4), rng.integers(N, size=4)] = value
+    alpha, beta = (float(np.float32(x)) for x in rng.uniform(-2, 2, 2))
+    return A, B, C, alpha, beta

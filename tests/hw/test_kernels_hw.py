@@ -1,0 +1,70 @@
+"""The kernel ladder on the GPU: tcsim.run against each CUDA twin bit for bit, and tcsim.trace
+against Nsight Compute counter for counter.
+
+``TCSIM_HW_LOG`` names a JSON-lines file that receives every comparison for the docs.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from gemm_inputs import gemm_inputs
+
+import tcsim
+from tcsim import hw
+from tcsim.hw.gemm import launch
+from tcsim.hw.profile import profile
+from tcsim.kernels import KERNELS
+from tcsim.trace import METRICS
+
+pytestmark = pytest.mark.hw
+
+# Non-square among them, one with K >= 4096; every kernel's default tiles divide them.
+BIT_SHAPES = [(256, 512, 4096), (512, 256, 192), (768, 512, 320)]
+COUNTER_SHAPES = [(512, 512, 512), (256, 768, 1024)]
+
+
+def _log(record: dict) -> None:
+    path = os.environ.get("TCSIM_HW_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+@pytest.mark.parametrize("accumulate", ["f16", "f32"])
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_run_matches_the_cuda_twin_bit_for_bit(name, accumulate, rng):
+    for M, N, K in BIT_SHAPES:
+        A, B, C, alpha, beta = gemm_inputs(rng, M, N, K)
+        sim = tcsim.run(name, A, B, C, alpha, beta, accumulate=accumulate).view(np.uint16)
+        gpu = hw.run(name, A, B, C, alpha, beta, accumulate=accumulate).view(np.uint16)
+        bad = np.argwhere(sim != gpu)
+        _log({"test": "kernel_bits", "kernel": name, "accumulate": accumulate,
+              "shape": [M, N, K], "alpha": alpha, "beta": beta, "elements": int(sim.size),
+              "mismatches": len(bad), "nan": int(np.isnan(gpu.view(np.float16)).sum()),
+              "inf": int(np.isinf(gpu.view(np.float16)).sum())})
+        assert not len(bad), (
+            f"{name} {accumulate} {M}x{N}x{K}: {len(bad)} of {sim.size} elements differ; first "
+            f"at {tuple(bad[0])}: tcsim {sim[tuple(bad[0])]:#06x}, GPU {gpu[tuple(bad[0])]:#06x}")
+
+
+def test_trace_matches_nsight_compute(rng):
+    cases = [(name, shape, acc) for name in KERNELS for shape in COUNTER_SHAPES
+             for acc in ("f16",)] + [(name, COUNTER_SHAPES[0], "f32") for name in KERNELS]
+    launches = []
+    for name, (M, N, K), acc in cases:
+        A, B, C, alpha, beta = gemm_inputs(rng, M, N, K, edge=False)
+        launches.append(launch(name, A, B, C, alpha, beta, label=f"{name} {M}x{N}x{K} {acc}",
+                               accumulate=acc))
+    counters = profile(launches, METRICS)
+    bad = []
+    for (name, (M, N, K), acc), measured in zip(cases, counters):
+        predicted = tcsim.trace(name, M, N, K, accumulate=acc).totals
+        _log({"test": "kernel_counters", "kernel": name, "shape": [M, N, K], "accumulate": acc,
+              "trace": predicted, "ncu": measured})
+        for metric in METRICS:
+            if predicted[metric] != measured[metric]:
+                bad.append(f"{name} {M}x{N}x{K} {acc} {metric}: trace {predicted[metric]:,}, "
+                           f"ncu {measured[metric]:,.0f}")
+    assert not bad, f"{len(bad)} counters differ:\n" + "\n".join(bad)
