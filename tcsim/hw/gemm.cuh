@@ -46,8 +46,11 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
 
 // ---- instructions ---------------------------------------------------------------------------
 
+#ifndef TILE_LOAD
+#define TILE_LOAD "ld.global.v4.u32"
+#endif
 __device__ __forceinline__ void ld_global_v4(uint32_t (&r)[4], const uint16_t* p) {
-  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm volatile(TILE_LOAD " {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(p) : "memory");
 }
 __device__ __forceinline__ uint32_t ld_global_b32(const uint16_t* p) {
