@@ -189,8 +189,8 @@ class Tracer(Machine):
         """How many executions one traced instruction stands for."""
         return self.blocks * self.weight
 
-    def k_tiles(self) -> Iterator[int]:
-        n = self.k_tile_count
+    def k_tiles(self, stop: int | None = None) -> Iterator[int]:
+        n = self.k_tile_count if stop is None else stop
         visits = [(0, 1), (1, n - 2), (n - 1, 1)] if n >= 3 else [(k, 1) for k in range(n)]
         for k, weight in visits:
             self.weight = weight

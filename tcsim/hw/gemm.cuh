@@ -47,7 +47,7 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
 // ---- instructions ---------------------------------------------------------------------------
 
 #ifndef TILE_LOAD
-#define TILE_LOAD "ld.global.v4.u32"
+#define TILE_LOAD "ld.global.cg.v4.u32"  // L2 only: see LD_GLOBAL in tcsim/kernels/machine.py
 #endif
 __device__ __forceinline__ void ld_global_v4(uint32_t (&r)[4], const uint16_t* p) {
   asm volatile(TILE_LOAD " {%0, %1, %2, %3}, [%4];"
@@ -233,6 +233,24 @@ __device__ __forceinline__ void mma_warp_tile(uint32_t (&acc)[TILES_M][TILES_N][
   }
 }
 
+// compute_block_tile: each warp walks the shared tiles in WK steps: ldmatrix, then mma.
+template <int A_MATS, int B_MATS, bool HOISTED>
+__device__ __forceinline__ void compute_block_tile(uint32_t (&acc)[TILES_M][TILES_N][ACC_REGS],
+                                                   uint32_t a_base, uint32_t b_base,
+                                                   int warp_row, int warp_col) {
+  for (int warp_k = 0; warp_k < BK / WK; warp_k++) {
+    uint32_t a[TILES_M][TILES_K][2], b[TILES_K][TILES_N];
+    if (HOISTED) {  // the compiler keeps the lane offsets out of the K loop
+      load_a_hoisted(a_base, a_lane_offset(warp_row), warp_k, a);
+      load_b_hoisted(b_base, b_lane_offset(warp_col), warp_k, b);
+    } else {
+      load_a_fragments<A_MATS>(a_base, warp_row, warp_k, a);
+      load_b_fragments<B_MATS>(b_base, warp_col, warp_k, b);
+    }
+    mma_warp_tile(acc, a, b);
+  }
+}
+
 // epilogue: D = f16(add.rn(mul.rn(alpha, acc), mul.rn(beta, C))), f16 pairs as 32-bit words.
 // Lane l holds pairs at rows l / 4 and l / 4 + 8, columns 2 * (l % 4) and + 1 of each tile.
 __device__ __forceinline__ void epilogue(const uint32_t (&acc)[TILES_M][TILES_N][ACC_REGS],
@@ -286,12 +304,7 @@ __device__ __forceinline__ void gemm_tiled(GEMM_PARAMS) {
     load_tile<BK, BN>(B_block + (uint64_t)k * BK * N, N, rb);
     store_tile<1, BK, BN>(b_base, rb);
     __syncthreads();
-    for (int warp_k = 0; warp_k < BK / WK; warp_k++) {
-      uint32_t a[TILES_M][TILES_K][2], b[TILES_K][TILES_N];
-      load_a_fragments<2>(a_base, warp_row, warp_k, a);
-      load_b_fragments<1>(b_base, warp_col, warp_k, b);
-      mma_warp_tile(acc, a, b);
-    }
+    compute_block_tile<2, 1, false>(acc, a_base, b_base, warp_row, warp_col);
     __syncthreads();
   }
   epilogue(acc, C, D, alpha, beta, N, blockIdx.y * BM + warp_row * WM,
@@ -307,37 +320,24 @@ __device__ __forceinline__ void gemm_overlapped(GEMM_PARAMS) {
   const int warp = threadIdx.x / 32, warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;
   const uint16_t* A_block = A + (uint64_t)blockIdx.y * BM * K;
   const uint16_t* B_block = B + (uint64_t)blockIdx.x * BN;
-  const uint32_t a_lane = a_lane_offset(warp_row), b_lane = b_lane_offset(warp_col);
   uint32_t acc[TILES_M][TILES_N][ACC_REGS] = {};
   uint32_t ra[A_PER_THREAD][4], rb[B_PER_THREAD][4];
   load_tile<BM, BK>(A_block, K, ra);
   store_tile<0, BM, BK>(a_base, ra);
   load_tile<BK, BN>(B_block, N, rb);
   store_tile<1, BK, BN>(b_base, rb);
-  const int last = K / BK - 1;
-  for (int k = 0; k <= last; k++) {
+  // Every K tile but the last: loads of the next, compute, stores; the last only computes.
+  for (int k = 0; k < K / BK - 1; k++) {
     __syncthreads();
-    if (k < last) {
-      load_tile<BM, BK>(A_block + (k + 1) * BK, K, ra);
-      load_tile<BK, BN>(B_block + (uint64_t)(k + 1) * BK * N, N, rb);
-    }
-    for (int warp_k = 0; warp_k < BK / WK; warp_k++) {
-      uint32_t a[TILES_M][TILES_K][2], b[TILES_K][TILES_N];
-      if (HOISTED) {
-        load_a_hoisted(a_base, a_lane, warp_k, a);
-        load_b_hoisted(b_base, b_lane, warp_k, b);
-      } else {
-        load_a_fragments<A_MATS>(a_base, warp_row, warp_k, a);
-        load_b_fragments<B_MATS>(b_base, warp_col, warp_k, b);
-      }
-      mma_warp_tile(acc, a, b);
-    }
+    load_tile<BM, BK>(A_block + (k + 1) * BK, K, ra);
+    load_tile<BK, BN>(B_block + (uint64_t)(k + 1) * BK * N, N, rb);
+    compute_block_tile<A_MATS, B_MATS, HOISTED>(acc, a_base, b_base, warp_row, warp_col);
     __syncthreads();
-    if (k < last) {
-      store_tile<0, BM, BK>(a_base, ra);
-      store_tile<1, BK, BN>(b_base, rb);
-    }
+    store_tile<0, BM, BK>(a_base, ra);
+    store_tile<1, BK, BN>(b_base, rb);
   }
+  __syncthreads();
+  compute_block_tile<A_MATS, B_MATS, HOISTED>(acc, a_base, b_base, warp_row, warp_col);
   epilogue(acc, C, D, alpha, beta, N, blockIdx.y * BM + warp_row * WM,
            blockIdx.x * BN + warp_col * WN);
 }

@@ -136,6 +136,16 @@ def load_b_fragments(m: Machine, tile: SharedTile, warp_k: int, matrices: int) -
     return _regroup(regs, matrices)
 
 
+def compute_block_tile(m: Machine, A_smem: SharedTile, B_smem: SharedTile, acc: np.ndarray,
+                       a_matrices: int, b_matrices: int) -> np.ndarray:
+    """Each warp walks the shared tiles in warp_k steps: fragments by ldmatrix, then mma."""
+    for warp_k in range(m.params.block_k // m.params.warp_k):
+        a = load_a_fragments(m, A_smem, warp_k, a_matrices)
+        b = load_b_fragments(m, B_smem, warp_k, b_matrices)
+        acc = mma_warp_tile(m, a, b, acc)
+    return acc
+
+
 # ---- tensor cores ------------------------------------------------------------------------------
 
 

@@ -8,8 +8,6 @@ Blocks run in groups so that registers and shared memory stay within ``MAX_REGIS
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 
 from ..isa.fragments import ldmatrix_fragment
@@ -39,8 +37,8 @@ class Executor(Machine):
         self.shared = np.zeros((rows.size, self.params.shared_bytes // 4), np.uint32)
         kernel.issue(self)
 
-    def k_tiles(self) -> Iterator[int]:
-        return iter(range(self.k_tile_count))
+    def k_tiles(self, stop=None):
+        return iter(range(self.k_tile_count if stop is None else stop))
 
     def _block_index(self, ndim: int) -> np.ndarray:
         return np.arange(self.block_rows.size).reshape((-1,) + (1,) * ndim)

@@ -8,11 +8,9 @@ over its warp tile. Shared tiles are plain row-major, so the ldmatrix reads of 8
 
 from .blocks import (
     SharedTile,
+    compute_block_tile,
     copy_tile,
     epilogue,
-    load_a_fragments,
-    load_b_fragments,
-    mma_warp_tile,
     shared_tiles,
     zero_accumulators,
 )
@@ -26,10 +24,7 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
         copy_tile(m, A_smem, k)  # A[block_m, k] -> shared
         copy_tile(m, B_smem, k)  # B[k, block_n] -> shared
         m.sync()
-        for warp_k in range(p.block_k // p.warp_k):
-            a = load_a_fragments(m, A_smem, warp_k, matrices=2)
-            b = load_b_fragments(m, B_smem, warp_k, matrices=1)
-            acc = mma_warp_tile(m, a, b, acc)
+        acc = compute_block_tile(m, A_smem, B_smem, acc, a_matrices=2, b_matrices=1)
         m.sync()  # before the next copy overwrites the tiles
     epilogue(m, acc)
 

@@ -31,7 +31,10 @@ from .params import ELEMENT_BYTES, GemmParams
 WARP = 32
 
 # The PTX spellings of the instructions a schedule issues (the CUDA twins use these).
-LD_GLOBAL = {8: "ld.global.v4.u32", 2: "ld.global.b32"}  # by f16 elements per lane
+# Tile loads bypass L1 (.cg): L1-cached loads fill L1's data banks, which shared memory shares,
+# and Nsight Compute then counts extra shared-store conflicts that depend on timing
+# (docs/kernels.md). C is read once, after every shared access, through L1.
+LD_GLOBAL = {8: "ld.global.cg.v4.u32", 2: "ld.global.b32"}  # by f16 elements per lane
 ST_GLOBAL = {2: "st.global.b32"}
 ST_SHARED = "st.shared.v4.b32"
 LDMATRIX = "ldmatrix.sync.aligned.m8n8.{}.shared.b16"
@@ -72,8 +75,8 @@ class Machine(ABC):
     # ---- instructions ------------------------------------------------------------------------
 
     @abstractmethod
-    def k_tiles(self) -> Iterator[int]:
-        """The block-level K loop: ``for k in m.k_tiles()`` visits K tile indices."""
+    def k_tiles(self, stop: int | None = None) -> Iterator[int]:
+        """The block-level K loop: K tile indices 0 .. stop - 1 (default: every K tile)."""
 
     @abstractmethod
     def load_global(self, site: str, operand: str, rows, cols, k_tile: int = 0,
