@@ -167,14 +167,17 @@ def _table(head: tuple, rows: list[tuple]) -> list[str]:
 class Tracer(Machine):
     """A machine that runs block (0, 0) on zero-valued registers and counts each site."""
 
-    def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int) -> None:
+    def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
+                 exhaustive: bool = False) -> None:
         super().__init__(kernel, params, M, N, K)
+        self.exhaustive = exhaustive
         for name, elements in (("block_k", params.block_k), ("block_n", params.block_n)):
             if elements * ELEMENT_BYTES % SECTOR:
                 raise ValueError(f"tcsim.trace counts one block: {name}={elements} must be a "
                                  f"multiple of 16 so every block sees the same sectors")
         grid_n, grid_m = params.grid(M, N)
-        self.blocks = grid_m * grid_n
+        self.grid = (grid_m, grid_n)
+        self.blocks = 1 if exhaustive else grid_m * grid_n
         self.weight = 1
         self.sites: dict[str, Site] = {}
 
@@ -191,7 +194,8 @@ class Tracer(Machine):
 
     def k_tiles(self, stop: int | None = None) -> Iterator[int]:
         n = self.k_tile_count if stop is None else stop
-        visits = [(0, 1), (1, n - 2), (n - 1, 1)] if n >= 3 else [(k, 1) for k in range(n)]
+        visits = [(0, 1), (1, n - 2), (n - 1, 1)] if n >= 3 and not self.exhaustive \
+            else [(k, 1) for k in range(n)]
         for k, weight in visits:
             self.weight = weight
             yield k
@@ -248,12 +252,22 @@ class Tracer(Machine):
         return np.zeros(np.broadcast_shapes(np.shape(c), batch + np.shape(c)[-2:]), np.uint32)
 
 
-def trace(kernel: Kernel | str, M: int, N: int, K: int, **params) -> Trace:
+def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = False,
+          **params) -> Trace:
     """Count what ``kernel`` costs on an (M, N, K) problem, per instruction site.
 
-    ``params`` override the kernel's tile parameters (block_m, ..., accumulate)."""
+    ``params`` override the kernel's tile parameters (block_m, ..., accumulate).
+    ``exhaustive=True`` visits every block and every K iteration instead of one block and
+    three representative iterations: the same counts, at a cost that grows with the problem
+    (it exists to check the shortcut)."""
     kernel = kernel_named(kernel) if isinstance(kernel, str) else kernel
     p = kernel.params(**params)
-    tracer = Tracer(kernel.name, p, M, N, K)
-    kernel.issue(tracer)
+    tracer = Tracer(kernel.name, p, M, N, K, exhaustive)
+    if exhaustive:
+        for row in range(tracer.grid[0]):
+            for col in range(tracer.grid[1]):
+                tracer.block_rows, tracer.block_cols = np.array([row]), np.array([col])
+                kernel.issue(tracer)
+    else:
+        kernel.issue(tracer)
     return Trace(kernel.name, (M, N, K), p.as_dict(), tracer.sites)

@@ -125,6 +125,7 @@ class Machine(ABC):
             r, c = bm + rows, bn + cols
         nrows, ncols = self.shapes[operand]
         offset = r * ncols + c
+        r, c = np.broadcast_to(r, offset.shape), np.broadcast_to(c, offset.shape)
         bad = (r < 0) | (r >= nrows) | (c < 0) | (c + vector > ncols)
         misaligned = offset % vector != 0
         if bad.any() or misaligned.any():
