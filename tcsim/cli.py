@@ -3,6 +3,8 @@
     tcsim demo                                 a guided example on built-in inputs
     tcsim layout QUALIFIER OPERAND             which lane and register hold each element
     tcsim mma QUALIFIER [--distribution NAME]  one instruction on random inputs, bits shown
+    tcsim trace KERNEL M N K [--json] [--block_m 128 ...]   per-site counters of a kernel
+    tcsim compare KERNEL KERNEL M N K          two kernels' counters side by side
     tcsim verify [--count N]                   quick simulator-against-GPU check
 """
 
@@ -10,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 
 import numpy as np
 
 from . import fragment, mma, mma_regs, parse, supported_qualifiers
 from .isa import samples
+from .kernels import KERNELS, GemmParams
+from .trace import trace
 
 DEMO_QUALIFIER = "m16n8k8.row.col.f32.f16.f16.f32"
 
@@ -39,7 +44,10 @@ def _demo(args) -> int:
     print("D[0,0]: tensor core", _show(D[0, 0]), " f32 FMA chain", _show(fma),
           " exact", repr(float(exact[0, 0])))
     print("D[1,1]: tensor core", _show(D[1, 1]), " exact", repr(float(exact[1, 1])))
-    print("\nNext: tcsim layout", q, "b   |   tcsim mma", q, "--distribution wide")
+    print("\nThe kernel ladder: shared-memory bank conflicts that swizzling removes "
+          "(tcsim compare kernel1 kernel2 1024 1024 1024)\n")
+    print(trace("kernel1", 1024, 1024, 1024).compare(trace("kernel2", 1024, 1024, 1024)))
+    print("\nNext: tcsim layout", q, "b   |   tcsim trace kernel2 4096 4096 4096")
     return 0
 
 
@@ -70,6 +78,36 @@ def _mma(args) -> int:
     print(f"  D[{r},{c}] = {float(D[r, c])!r}  bits {bits:#0{fd.storage_bits // 4 + 2}x}"
           f"  (float64 reference {float(exact[r, c])!r})")
     return 0
+
+
+def _params(args) -> dict:
+    return {f.name: getattr(args, f.name) for f in fields(GemmParams)
+            if getattr(args, f.name) is not None}
+
+
+def _trace(args) -> int:
+    t = trace(args.kernel, args.M, args.N, args.K, **_params(args))
+    print(t.to_json() if args.json else t)
+    return 0
+
+
+def _compare(args) -> int:
+    params = _params(args)
+    first, second = (trace(k, args.M, args.N, args.K, **params) for k in args.kernels)
+    print(first.compare(second))
+    return 0
+
+
+def _add_kernel_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("M", type=int)
+    parser.add_argument("N", type=int)
+    parser.add_argument("K", type=int)
+    for f in fields(GemmParams):
+        if f.name == "accumulate":
+            parser.add_argument("--accumulate", choices=["f16", "f32"])
+        else:
+            parser.add_argument(f"--{f.name}", type=int, metavar="N",
+                                help=f"(default: the kernel's, e.g. {f.default})")
 
 
 def _verify(args) -> int:
@@ -117,6 +155,18 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--element", type=int, nargs=2, default=(0, 0), metavar=("ROW", "COL"))
     m.add_argument("--arch", default="sm_90")
     m.set_defaults(run=_mma)
+    kernels = list(KERNELS)
+    t = sub.add_parser("trace", help="per-site counters of a kernel of the ladder",
+                       description="Example: tcsim trace kernel1 4096 4096 4096 --block_k 32")
+    t.add_argument("kernel", choices=kernels)
+    _add_kernel_options(t)
+    t.add_argument("--json", action="store_true", help="print the trace as JSON")
+    t.set_defaults(run=_trace)
+    c = sub.add_parser("compare", help="two kernels' counters side by side",
+                       description="Example: tcsim compare kernel1 kernel2 1024 1024 1024")
+    c.add_argument("kernels", nargs=2, choices=kernels, metavar="KERNEL")
+    _add_kernel_options(c)
+    c.set_defaults(run=_compare)
     v = sub.add_parser("verify", help="compare the simulator with the GPU",
                        description="Example: tcsim verify --count 1000 (needs CuPy and a GPU)")
     v.add_argument("--count", type=int, default=2000, help="instructions per distribution")

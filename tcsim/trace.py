@@ -159,7 +159,8 @@ def _pair(site: Site | None) -> tuple:
 def _table(head: tuple, rows: list[tuple]) -> list[str]:
     cells = [tuple(f"{c:,}" if isinstance(c, int) else str(c) for c in row) for row in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(head)]
-    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    text = ("site", "instruction", "metric")  # left-aligned columns; numbers go right
+    fmt = "  ".join(f"{{:<{w}}}" if h in text else f"{{:>{w}}}" for h, w in zip(head, widths))
     return [fmt.format(*head), fmt.format(*("-" * w for w in widths)),
             *(fmt.format(*r) for r in cells)]
 

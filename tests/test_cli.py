@@ -35,3 +35,27 @@ def test_verify_without_gpu_says_so(capsys):
         pytest.skip("a GPU is present")
     assert main(["verify"]) == 2
     assert "no GPU" in capsys.readouterr().out
+
+
+def test_trace_prints_the_table_and_json(capsys):
+    import json
+
+    assert main(["trace", "kernel1", "512", "256", "128", "--block_k", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "A_smem_ldmatrix" in out and "l1tex__data_bank_conflicts" in out
+    assert main(["trace", "kernel5", "256", "256", "64", "--json", "--accumulate", "f32"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["params"]["accumulate"] == "f32" and data["params"]["block_k"] == 32
+
+
+def test_compare_shows_the_conflicts_swizzling_removes(capsys):
+    assert main(["compare", "kernel1", "kernel2", "512", "256", "128"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines()
+                if x.startswith("A_smem_ldmatrix"))
+    assert line.split()[-1] == "0" and line.split()[2] != "0"  # kernel2: none; kernel1: some
+
+
+def test_indivisible_size_is_one_line(capsys):
+    assert main(["trace", "kernel1", "100", "128", "64"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "M=100 is not a multiple of block_m=256" in err and "\n" not in err
