@@ -21,12 +21,13 @@ def test_heatmaps_in_bank_conflicts_doc_are_current():
 def test_readme_python_example_runs(capsys):
     readme = (DOCS.parent / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    assert blocks
-    for block in blocks:
-        namespace: dict = {}
-        exec(compile(block, "README.md", "exec"), namespace)
-        D, regs = namespace["D"], namespace["regs"]
-        assert D.shape == (1000, 16, 8) and regs.shape == (1000, 32, 2)
+    assert len(blocks) == 2
+    namespace: dict = {}
+    exec(compile(blocks[0], "README.md", "exec"), namespace)
+    assert namespace["D"].shape == (512, 256)
+    exec(compile(blocks[1], "README.md", "exec"), namespace)
+    D, regs = namespace["D"], namespace["regs"]
+    assert D.shape == (1000, 16, 8) and regs.shape == (1000, 32, 2)
     assert "T0:r0.lo" in capsys.readouterr().out
 
 
@@ -38,3 +39,23 @@ def test_layout_example_in_bank_conflicts_doc():
     printed = visualize_layout("TensorOpMultiplicand<16,32>", extent=(32, 32), vectorize=8,
                                output_shape=(64, 4)).splitlines()
     assert shown == printed[: len(shown)] and len(shown) == 2
+
+
+def test_kernel_counter_tables_are_current():
+    import runpy
+
+    text = (DOCS / "kernels.md").read_text()
+    source, shown = re.search(r"<!-- kernels-table (\S+) -->\n(.*?)<!-- /kernels-table -->",
+                              text, re.S).groups()
+    tables = runpy.run_path(str(DOCS.parent / "scripts" / "kernels_table.py"))["tables"]
+    assert shown == tables(str(DOCS.parent / source))
+    assert shown.count(" / ") > 100
+
+
+def test_kernels_doc_python_example_runs(capsys):
+    text = (DOCS / "kernels.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    namespace: dict = {}
+    exec(compile(blocks[0], "kernels.md", "exec"), namespace)
+    assert namespace["D"].shape == (256, 256)
+    assert "A_smem_ldmatrix" in capsys.readouterr().out

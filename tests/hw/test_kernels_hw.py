@@ -44,6 +44,8 @@ def test_run_matches_the_cuda_twin_bit_for_bit(name, accumulate, rng):
               "shape": [M, N, K], "alpha": alpha, "beta": beta, "elements": int(sim.size),
               "mismatches": len(bad), "nan": int(np.isnan(gpu.view(np.float16)).sum()),
               "inf": int(np.isinf(gpu.view(np.float16)).sum())})
+        nan = np.isnan(gpu.view(np.float16))
+        assert (gpu[nan] == 0x7FFF).all(), "cvt.rn.f16.f32 of NaN gave another NaN"
         assert not len(bad), (
             f"{name} {accumulate} {M}x{N}x{K}: {len(bad)} of {sim.size} elements differ; first "
             f"at {tuple(bad[0])}: tcsim {sim[tuple(bad[0])]:#06x}, GPU {gpu[tuple(bad[0])]:#06x}")
