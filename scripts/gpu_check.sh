@@ -4,7 +4,8 @@
 # MODE: (none) everything, about 15 minutes on a 16-core H100 machine; the device tool allows
 # 10 minutes a command, so there run the parts: m16n8 (the m16n8 shapes and every fact),
 # m8n8k4 (the 12 quad-pair variants), smem (shared-memory counters), explore (model fitting),
-# kernels (the kernel ladder's bits and counters against its CUDA twins).
+# kernels (the kernel ladder's bits and counters against its CUDA twins), speed (GPU timings;
+# BENCH_ARGS passes options to benchmarks/bench_gpu.py).
 # mma runs the mma tests for TCSIM_HW_QUALIFIERS (comma list) filtered by TCSIM_K.
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 set -uo pipefail
@@ -46,6 +47,11 @@ elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against
     ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
   python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
+elif [ "$mode" = speed ]; then  # GPU speed: mma.sync ceilings, cuBLAS, the ladder (issue 5)
+  python3 benchmarks/bench_gpu.py --json "$OUT/bench_gpu.json" ${BENCH_ARGS:-} 2>&1 \
+    | tee "$OUT/bench_gpu.log"
+  status=${PIPESTATUS[0]}
+  echo "bench_gpu: exit $status" >"$OUT/pytest_hw.log"
 elif [ "$mode" = explore ]; then
   python3 scripts/explore_numerics.py "$OUT" "${EXPLORE_COUNT:-20000}" 2>&1 | tee "$OUT/explore.log"
   status=$?

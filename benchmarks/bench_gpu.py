@@ -1,0 +1,156 @@
+"""GPU speed: the mma.sync ceiling, cuBLAS, and every kernel of the ladder, in one table.
+
+    python benchmarks/bench_gpu.py [--runs 20] [--kernels kernel1 ...] [--json FILE]
+
+Each timing: CUDA events around one launch, after warm-up launches, the median of ``--runs``
+launches that rotate over three sets of inputs (so no launch finds its operands in L2 from the
+previous one). Every timed kernel's output is checked bit for bit against `tcsim.run` on one
+random block tile (that tile of D depends only on its rows of A and columns of B, so the
+sub-problem gives exactly the same bits). The ceilings are register-only mma.sync loops
+(tcsim/hw/mma_peak.cu). TFLOP/s = 2 M N K / time. Needs CuPy and a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import time
+from functools import partial
+
+import numpy as np
+
+import tcsim
+from tcsim.hw import runtime
+from tcsim.hw.gemm import launch
+
+SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 2048),
+          (2048, 8192, 4096)]
+ROTATE = 3
+
+
+def median_seconds(fn, runs: int, warmup: int = 3) -> float:
+    import cupy
+
+    for i in range(warmup):
+        fn(i)
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    times = []
+    for i in range(runs):
+        start.record()
+        fn(i)
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    return statistics.median(times)
+
+
+def mma_ceilings(runs: int) -> dict[str, float]:
+    """TFLOP/s of register-only mma.sync loops: 132 x 8 blocks of 8 warps, 8 chains each."""
+    import cupy
+
+    out = cupy.zeros(1, cupy.uint32)
+    blocks, warps, chains, iterations = 132 * 8, 8, 8, 4096
+    result = {}
+    for shape, k in (("m16n8k8", 8), ("m16n8k16", 16)):
+        for acc in ("f32", "f16"):
+            fn = runtime.kernel_function("mma_peak.cu", f"mma_peak_{shape}_{acc}")
+            seconds = median_seconds(
+                partial(_peak, fn, (blocks,), (32 * warps,), (out, np.int32(iterations))), runs)
+            flops = blocks * warps * iterations * chains * 2 * 16 * 8 * k
+            result[f"{shape} {acc}"] = flops / seconds / 1e12
+    return result
+
+
+def main() -> None:
+    import cupy
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--kernels", nargs="*", default=list(tcsim.kernels.KERNELS))
+    p.add_argument("--accumulate", nargs="*", default=["f16", "f32"])
+    p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
+        else SHAPES
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                          "--format=csv,noheader"], capture_output=True, text=True).stdout
+    print(f"GPU: {smi.strip()}; CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}; "
+          f"{time.strftime('%Y-%m-%d')}")
+    ceilings = mma_ceilings(args.runs)
+    for name, tflops in ceilings.items():
+        print(f"mma.sync ceiling {name}: {tflops:.0f} TFLOP/s")
+    rng = np.random.default_rng(0)
+    rows = []
+    for M, N, K in shapes:
+        sets = [[cupy.asarray(rng.uniform(-1, 1, s).astype(np.float16))
+                 for s in ((M, K), (K, N), (M, N))] for _ in range(ROTATE)]
+        D = cupy.empty((M, N), cupy.float16)
+        flops = 2 * M * N * K
+        cublas = median_seconds(partial(_cublas, sets, D), args.runs)
+        rows.append({"kernel": "cuBLAS", "accumulate": "f32", "shape": [M, N, K],
+                     "tflops": flops / cublas / 1e12, "check": "-"})
+        for name in args.kernels:
+            kernel = tcsim.kernels.KERNELS[name]
+            for acc in args.accumulate:
+                p_ = kernel.params(accumulate=acc)
+                spec = launch(kernel, np.zeros((p_.block_m, p_.block_k), np.float16),
+                              np.zeros((p_.block_k, p_.block_n), np.float16), accumulate=acc)
+                fn = runtime.kernel_function(spec.source, spec.kernel, spec.defines,
+                                             spec.shared_bytes)
+                go = partial(_kernel, fn, p_, sets, D, (M, N, K))
+                seconds = median_seconds(go, args.runs)
+                go(0)
+                check = _check_block(kernel, p_, [cupy.asnumpy(x) for x in sets[0]],
+                                     cupy.asnumpy(D), rng)
+                rows.append({"kernel": name, "accumulate": acc, "shape": [M, N, K],
+                             "tflops": flops / seconds / 1e12, "check": check,
+                             "cublas_tflops": flops / cublas / 1e12})
+    print(f"\n{'kernel':8s} {'acc':4s} {'M x N x K':>16s} {'TFLOP/s':>8s} {'cuBLAS':>7s} "
+          f"{'ceiling':>8s}  check")
+    for r in rows:
+        M, N, K = r["shape"]
+        ceiling = ceilings[f"m16n8k8 {r['accumulate']}"]
+        of_cublas = r["tflops"] / r.get("cublas_tflops", r["tflops"])
+        print(f"{r['kernel']:8s} {r['accumulate']:4s} {f'{M}x{N}x{K}':>16s} {r['tflops']:8.1f} "
+              f"{of_cublas:7.0%} {r['tflops'] / ceiling:8.0%}  {r['check']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": smi.strip(), "ceilings": ceilings, "rows": rows}, f, indent=1)
+
+
+def _peak(fn, grid, block, args, i: int) -> None:
+    fn(grid, block, args)
+
+
+def _cublas(sets, D, i: int) -> None:
+    import cupy
+
+    A, B, _ = sets[i % ROTATE]
+    cupy.matmul(A, B, out=D)
+
+
+def _kernel(fn, p, sets, D, shape, i: int) -> None:
+    """Launch a twin on input set i (mod ROTATE): D = A @ B (alpha 1, beta 0)."""
+    M, N, K = shape
+    A, B, C = sets[i % ROTATE]
+    fn(p.grid(M, N), (p.threads,), (A, B, C, D, np.float32(1.0), np.float32(0.0), np.int32(M),
+                                    np.int32(N), np.int32(K)), shared_mem=p.shared_bytes)
+
+
+def _check_block(kernel, p, operands, D, rng) -> str:
+    """D's bits on one random block tile against tcsim.run on that sub-problem."""
+    A, B, C = operands
+    M, N = D.shape
+    r = rng.integers(M // p.block_m) * p.block_m
+    c = rng.integers(N // p.block_n) * p.block_n
+    rows, cols = slice(r, r + p.block_m), slice(c, c + p.block_n)
+    sim = tcsim.run(kernel, A[rows], B[:, cols], C[rows, cols], 1.0, 0.0, **p.as_dict())
+    same = np.array_equal(sim.view(np.uint16), D[rows, cols].view(np.uint16))
+    return f"bit-exact block ({r}, {c})" if same else f"MISMATCH in block ({r}, {c})"
+
+
+if __name__ == "__main__":
+    main()
