@@ -7,7 +7,9 @@ launches that rotate over three sets of inputs (so no launch finds its operands 
 previous one). Every timed kernel's output is checked bit for bit against `tcsim.run` on one
 random block tile (that tile of D depends only on its rows of A and columns of B, so the
 sub-problem gives exactly the same bits). The ceilings are register-only mma.sync loops
-(tcsim/hw/mma_peak.cu). TFLOP/s = 2 M N K / time. Needs CuPy and a GPU.
+(tcsim/hw/mma_peak.cu); a kernel's "ceiling" column is the fraction of the ceiling of the
+instruction it issues (m16n8k8 or m16n8k16) with its accumulator type; cuBLAS's row shows its
+fraction of the m16n8k8 f32 ceiling. TFLOP/s = 2 M N K / time. Needs CuPy and a GPU.
 """
 
 from __future__ import annotations
@@ -106,13 +108,14 @@ def main() -> None:
                 check = _check_block(kernel, p_, [cupy.asnumpy(x) for x in sets[0]],
                                      cupy.asnumpy(D), rng)
                 rows.append({"kernel": name, "accumulate": acc, "shape": [M, N, K],
+                             "mma": f"m16n8k{p_.mma_k}",
                              "tflops": flops / seconds / 1e12, "check": check,
                              "cublas_tflops": flops / cublas / 1e12})
     print(f"\n{'kernel':8s} {'acc':4s} {'M x N x K':>16s} {'TFLOP/s':>8s} {'cuBLAS':>7s} "
           f"{'ceiling':>8s}  check")
     for r in rows:
         M, N, K = r["shape"]
-        ceiling = ceilings[f"m16n8k8 {r['accumulate']}"]
+        ceiling = ceilings[f"{r.get('mma', 'm16n8k8')} {r['accumulate']}"]
         of_cublas = r["tflops"] / r.get("cublas_tflops", r["tflops"])
         print(f"{r['kernel']:8s} {r['accumulate']:4s} {f'{M}x{N}x{K}':>16s} {r['tflops']:8.1f} "
               f"{of_cublas:7.0%} {r['tflops'] / ceiling:8.0%}  {r['check']}")

@@ -33,6 +33,16 @@ CANDIDATES = [
 ]
 
 
+# kernel6: (block_m, block_n, block_k, warp_m, warp_n, warp_k, stages)
+PIPELINED = [
+    (128, 128, 32, 64, 64, 16, 3), (128, 128, 32, 64, 64, 16, 4), (128, 128, 32, 64, 64, 16, 5),
+    (128, 256, 32, 64, 64, 16, 3), (128, 256, 32, 64, 64, 16, 4), (256, 128, 32, 64, 64, 16, 4),
+    (128, 128, 64, 64, 64, 16, 3), (128, 128, 64, 64, 64, 32, 3), (128, 256, 64, 64, 64, 16, 3),
+    (256, 128, 32, 128, 32, 16, 4), (128, 128, 32, 64, 32, 16, 4), (128, 64, 32, 64, 32, 16, 4),
+    (64, 128, 32, 32, 64, 16, 4), (128, 128, 32, 32, 64, 16, 4),
+]
+
+
 def main() -> None:
     import cupy
 
@@ -48,8 +58,8 @@ def main() -> None:
             for _ in range(ROTATE)]
     D = cupy.empty((n, n), cupy.float16)
     results = []
-    for tiles in CANDIDATES:
-        names = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warp_k")
+    for tiles in PIPELINED if kernel.defaults.stages > 1 else CANDIDATES:
+        names = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warp_k", "stages")
         for acc in ("f16", "f32"):
             try:
                 params = kernel.params(**dict(zip(names, tiles)), accumulate=acc)
@@ -71,8 +81,9 @@ def main() -> None:
             _kernel(fn, params, sets, D, (n, n, n), 0)
             check = _check_block(kernel, params, [cupy.asnumpy(x) for x in sets[0]],
                                  cupy.asnumpy(D), rng)
+        stages = f" stages {tiles[6]}" if len(tiles) > 6 else ""
         print(f"{tflops:7.1f} TFLOP/s  {acc}  block {tiles[0]}x{tiles[1]}x{tiles[2]} "
-              f"warp {tiles[3]}x{tiles[4]}x{tiles[5]}  {check}")
+              f"warp {tiles[3]}x{tiles[4]}x{tiles[5]}{stages}  {check}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .kernels import Kernel, kernel_named
-from .kernels.machine import LD_GLOBAL, LDMATRIX, ST_GLOBAL, ST_SHARED, Machine
+from .kernels.machine import CP_ASYNC, LD_GLOBAL, LDMATRIX, ST_GLOBAL, ST_SHARED, Machine
 from .kernels.params import ELEMENT_BYTES, GemmParams
 from .memory.access import access, parse_instruction
 
@@ -41,9 +41,18 @@ GLOBAL_LD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
 GLOBAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 GLOBAL_ST_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
 GLOBAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+# cp.async.cg (LDGSTS.BYPASS) is counted apart from loads and stores, by SASS-level metrics.
+LDGSTS_INST = "smsp__sass_inst_executed_op_ldgsts_cache_bypass.sum"
+LDGSTS_REQUESTS = "smsp__sass_l1tex_t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum"
+LDGSTS_SECTORS = "smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum"
+LDGSTS_WAVEFRONTS = \
+    "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts_cache_bypass.sum"
+LDGSTS_CONFLICTS = \
+    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts_cache_bypass.sum"
 METRICS = (LDSM, SHARED_LD_WAVEFRONTS, SHARED_LD_CONFLICTS, SHARED_ST_INST, SHARED_ST_WAVEFRONTS,
            SHARED_ST_CONFLICTS, HMMA, GLOBAL_LD_REQUESTS, GLOBAL_LD_SECTORS, GLOBAL_ST_REQUESTS,
            GLOBAL_ST_SECTORS)
+ASYNC_METRICS = (LDGSTS_INST, LDGSTS_REQUESTS, LDGSTS_SECTORS, LDGSTS_WAVEFRONTS, LDGSTS_CONFLICTS)
 
 
 @dataclass
@@ -65,14 +74,19 @@ class Site:
 
     @property
     def space(self) -> str:
-        return "global" if ".global" in self.instruction else \
-            "tensor" if self.instruction.startswith("mma") else "shared"
+        inst = self.instruction
+        return "async" if inst.startswith("cp.async") else "global" if ".global" in inst else \
+            "tensor" if inst.startswith("mma") else "shared"
 
     def metrics(self) -> dict[str, int]:
         """This site's contribution to the Nsight Compute totals."""
         inst = self.instruction
         if self.space == "tensor":
             return {HMMA: self.mma}
+        if self.space == "async":
+            return {LDGSTS_INST: self.executions, LDGSTS_REQUESTS: self.requests,
+                    LDGSTS_SECTORS: self.sectors, LDGSTS_WAVEFRONTS: self.wavefronts,
+                    LDGSTS_CONFLICTS: self.conflicts}
         if self.space == "global":
             side = "ld" if inst.startswith("ld") else "st"
             return {GLOBAL_LD_REQUESTS if side == "ld" else GLOBAL_ST_REQUESTS: self.requests,
@@ -98,7 +112,9 @@ class Trace:
 
     @property
     def totals(self) -> dict[str, int]:
-        out = dict.fromkeys(METRICS, 0)
+        """Predicted Nsight Compute counters (the cp.async ones only when the kernel has any)."""
+        asynchronous = any(s.space == "async" for s in self.sites.values())
+        out = dict.fromkeys(METRICS + (ASYNC_METRICS if asynchronous else ()), 0)
         for site in self.sites.values():
             for key, value in site.metrics().items():
                 out[key] = out.get(key, 0) + value
@@ -117,8 +133,9 @@ class Trace:
         head = ("site", "instruction", "executed", "wavefronts", "ideal", "conflicts", "sectors",
                 "mma")
         rows = [(s.name, s.instruction, s.executions,
-                 *((s.wavefronts, s.ideal, s.conflicts) if s.space == "shared" else ("",) * 3),
-                 s.sectors if s.space == "global" else "", s.mma or "")
+                 *((s.wavefronts, s.ideal, s.conflicts) if s.space in ("shared", "async")
+                   else ("",) * 3),
+                 s.sectors if s.space in ("global", "async") else "", s.mma or "")
                 for s in self.sites.values()]
         lines = [f"{self.kernel} on M={M} N={N} K={K}", *_table(head, rows), "", "totals:"]
         width = max(len(k) for k in self.totals)
@@ -132,11 +149,12 @@ class Trace:
         rows = []
         for name in dict.fromkeys([*self.sites, *other.sites]):
             a, b = self.sites.get(name), other.sites.get(name)
-            if (a or b).space != "shared":
+            if (a or b).space not in ("shared", "async"):
                 continue
             rows.append((name, *_pair(a), *_pair(b)))
-        totals = [(key, f"{self.totals[key]:,}", f"{other.totals[key]:,}")
-                  for key in METRICS]
+        mine, theirs = self.totals, other.totals
+        totals = [(key, f"{mine.get(key, 0):,}", f"{theirs.get(key, 0):,}")
+                  for key in dict.fromkeys([*mine, *theirs])]
         return "\n".join([f"{self.kernel} vs {other.kernel} on M, N, K = {self.problem}",
                           *_table(head, rows), "", *_table(("metric", self.kernel, other.kernel),
                                                            totals)])
@@ -193,22 +211,25 @@ class Tracer(Machine):
         """How many executions one traced instruction stands for."""
         return self.blocks * self.weight
 
-    def k_tiles(self, stop: int | None = None) -> Iterator[int]:
-        n = self.k_tile_count if stop is None else stop
-        visits = [(0, 1), (1, n - 2), (n - 1, 1)] if n >= 3 and not self.exhaustive \
-            else [(k, 1) for k in range(n)]
+    def k_tiles(self, start: int = 0, stop: int | None = None) -> Iterator[int]:
+        stop = self.k_tile_count if stop is None else stop
+        n = stop - start
+        visits = [(start, 1), (start + 1, n - 2), (stop - 1, 1)] \
+            if n >= 3 and not self.exhaustive else [(k, 1) for k in range(start, stop)]
         for k, weight in visits:
             self.weight = weight
             yield k
         self.weight = 1
 
     def _global(self, site, spelling, operand, rows, cols, k_tile, vector) -> tuple:
+        """Count a global access's requests and 32-byte sectors; its lanes' shape."""
         offsets = self.global_elements(site, operand, rows, cols, k_tile, vector)
         lanes = offsets.reshape(-1, 32) * ELEMENT_BYTES // SECTOR  # one sector per lane
         lanes.sort(axis=1)
         sectors = int((1 + (np.diff(lanes, axis=1) != 0).sum(axis=1)).sum())
         s = self._site(site, spelling)
-        s.executions += lanes.shape[0] * self.times
+        if not spelling.startswith("cp.async"):  # cp.async's executions count on its shared side
+            s.executions += lanes.shape[0] * self.times
         s.requests += lanes.shape[0] * self.times
         s.sectors += sectors * self.times
         return offsets.shape
@@ -235,6 +256,10 @@ class Tracer(Machine):
 
     def store_shared(self, site, addresses, registers):
         self._shared(site, ST_SHARED, np.asarray(addresses, np.int64), 16)
+
+    def copy_async(self, site, operand, rows, cols, k_tile, addresses):
+        self._global(site, CP_ASYNC, operand, rows, cols, k_tile, 8)
+        self._shared(site, CP_ASYNC, np.asarray(addresses, np.int64), 16)
 
     def ldmatrix(self, site, shape, addresses):
         spelling = LDMATRIX.format(shape)

@@ -6,19 +6,27 @@
 //
 // Compile-time constants (the including .cu gives defaults; tcsim.hw.run passes -D values from
 // Kernel.defines): BM BN BK (block tile), WM WN WK (warp tile), ACC_F32 (0: f16 accumulators),
-// A_SWZ_BITS/BASE/SHIFT and B_SWZ_... (CuTe Swizzle<bits, base, shift> on element offsets).
+// MMA_K (8 or 16), STAGES (shared buffers), A_SWZ_BITS/BASE/SHIFT and B_SWZ_... (CuTe
+// Swizzle<bits, base, shift> on element offsets).
 #pragma once
 
 typedef unsigned int uint32_t;
 typedef unsigned short uint16_t;
 typedef unsigned long long uint64_t;
 
+#ifndef MMA_K
+#define MMA_K 8
+#endif
+#ifndef STAGES
+#define STAGES 1
+#endif
 #define WARPS_M (BM / WM)
 #define WARPS_N (BN / WN)
 #define THREADS (32 * WARPS_M * WARPS_N)
 #define TILES_M (WM / 16)
 #define TILES_N (WN / 8)
-#define TILES_K (WK / 8)
+#define TILES_K (WK / MMA_K)
+#define STAGE_BYTES ((BM * BK + BK * BN) * 2)
 #define A_PER_THREAD (BM * BK / 8 / THREADS)
 #define B_PER_THREAD (BK * BN / 8 / THREADS)
 #define ACC_REGS (ACC_F32 ? 4 : 2)
@@ -338,6 +346,143 @@ __device__ __forceinline__ void gemm_overlapped(GEMM_PARAMS) {
   }
   __syncthreads();
   compute_block_tile<A_MATS, B_MATS, HOISTED>(acc, a_base, b_base, warp_row, warp_col);
+  epilogue(acc, C, D, alpha, beta, N, blockIdx.y * BM + warp_row * WM,
+           blockIdx.x * BN + warp_col * WN);
+}
+
+// ---- kernel6 (tcsim/kernels/kernel6.py): m16n8k16 and a cp.async pipeline ---------------------
+
+__device__ __forceinline__ void cp_async_16(uint32_t addr, const uint16_t* p) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" : : "r"(addr), "l"(p) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit_group() {
+  asm volatile("cp.async.commit_group;" : : : "memory");
+}
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;" : : "n"(PENDING) : "memory");
+}
+
+// copy_tile_async: each of this thread's vectors straight from global to its shared place.
+template <int OPERAND, int ROWS, int COLS>
+__device__ __forceinline__ void copy_tile_async(const uint16_t* tile, int ld, uint32_t base) {
+#pragma unroll
+  for (int i = 0; i < ROWS * COLS / 8 / THREADS; i++) {
+    const int v = i * THREADS + threadIdx.x;
+    const int row = v / (COLS / 8), col = v % (COLS / 8) * 8;
+    cp_async_16(base + 2 * (OPERAND == 0 ? a_offset(row, col) : b_offset(row, col)),
+                tile + (uint64_t)row * ld + col);
+  }
+}
+
+// load_a_fragments<4> for m16n8k16: one ldmatrix.x4 is one A fragment (16 x 16).
+__device__ __forceinline__ void load_a_k16(uint32_t base, int warp_row, int warp_k,
+                                           uint32_t (&a)[TILES_M][TILES_K][4]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < TILES_M; m++) {
+#pragma unroll
+    for (int t = 0; t < TILES_K; t++) {
+      const int row = warp_row * WM + m * 16 + lane % 16;
+      const int col = warp_k * WK + t * 16 + lane / 16 * 8;
+      ldmatrix_x4(a[m][t][0], a[m][t][1], a[m][t][2], a[m][t][3], base + 2 * a_offset(row, col));
+    }
+  }
+}
+
+// load_b_fragments<4> for m16n8k16: one ldmatrix.x4.trans gives two N tiles' fragments;
+// lanes 0-15 supply the 16 K rows of the first, lanes 16-31 those of the second.
+__device__ __forceinline__ void load_b_k16(uint32_t base, int warp_col, int warp_k,
+                                           uint32_t (&b)[TILES_K][TILES_N][2]) {
+  const int lane = threadIdx.x % 32, within = lane / 8 % 4;
+#pragma unroll
+  for (int t = 0; t < TILES_K; t++) {
+#pragma unroll
+    for (int g = 0; g < TILES_N / 2; g++) {
+      const int row = warp_k * WK + t * 16 + within % 2 * 8 + lane % 8;
+      const int col = warp_col * WN + g * 16 + within / 2 * 8;
+      ldmatrix_x4_trans(b[t][2 * g][0], b[t][2 * g][1], b[t][2 * g + 1][0], b[t][2 * g + 1][1],
+                        base + 2 * b_offset(row, col));
+    }
+  }
+}
+
+__device__ __forceinline__ void mma_m16n8k16(uint32_t (&acc)[ACC_REGS], const uint32_t (&a)[4],
+                                             const uint32_t (&b)[2]) {
+#if ACC_F32
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 "
+               "{%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+               : "+r"(acc[0]), "+r"(acc[1])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// compute_pipelined: register double buffering over the WK steps of one stage.
+__device__ __forceinline__ void compute_pipelined(uint32_t (&acc)[TILES_M][TILES_N][ACC_REGS],
+                                                  uint32_t a_base, uint32_t b_base,
+                                                  int warp_row, int warp_col) {
+  uint32_t a[2][TILES_M][TILES_K][4], b[2][TILES_K][TILES_N][2];
+  load_a_k16(a_base, warp_row, 0, a[0]);
+  load_b_k16(b_base, warp_col, 0, b[0]);
+#pragma unroll
+  for (int warp_k = 0; warp_k < BK / WK; warp_k++) {
+    if (warp_k + 1 < BK / WK) {
+      load_a_k16(a_base, warp_row, warp_k + 1, a[(warp_k + 1) % 2]);
+      load_b_k16(b_base, warp_col, warp_k + 1, b[(warp_k + 1) % 2]);
+    }
+#pragma unroll
+    for (int k = 0; k < TILES_K; k++) {
+#pragma unroll
+      for (int n = 0; n < TILES_N; n++) {
+#pragma unroll
+        for (int m = 0; m < TILES_M; m++)
+          mma_m16n8k16(acc[m][n], a[warp_k % 2][m][k], b[warp_k % 2][k][n]);
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void copy_stage_async(const uint16_t* A_block, const uint16_t* B_block,
+                                                 int K, int N, int k, uint32_t smem) {
+  const uint32_t base = smem + (k % STAGES) * STAGE_BYTES;
+  copy_tile_async<0, BM, BK>(A_block + k * BK, K, base);
+  copy_tile_async<1, BK, BN>(B_block + (uint64_t)k * BK * N, N, base + BM * BK * 2);
+}
+
+__device__ __forceinline__ void gemm_pipelined(GEMM_PARAMS) {
+  const uint32_t smem = shared_address(gemm_shared);
+  const int warp = threadIdx.x / 32, warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;
+  const uint16_t* A_block = A + (uint64_t)blockIdx.y * BM * K;
+  const uint16_t* B_block = B + (uint64_t)blockIdx.x * BN;
+  const int n = K / BK;  // >= STAGES - 1 (GemmParams.check_problem)
+  uint32_t acc[TILES_M][TILES_N][ACC_REGS] = {};
+#pragma unroll
+  for (int k = 0; k < STAGES - 1; k++) {  // prologue: fill all stages but one
+    copy_stage_async(A_block, B_block, K, N, k, smem);
+    cp_async_commit_group();
+  }
+  for (int k = 0; k < n - STAGES + 1; k++) {  // steady state
+    cp_async_wait_group<STAGES - 2>();
+    __syncthreads();
+    copy_stage_async(A_block, B_block, K, N, k + STAGES - 1, smem);
+    cp_async_commit_group();
+    const uint32_t base = smem + (k % STAGES) * STAGE_BYTES;
+    compute_pipelined(acc, base, base + BM * BK * 2, warp_row, warp_col);
+  }
+#pragma unroll
+  for (int t = 0; t < STAGES - 1; t++) {  // drain
+    const int k = n - STAGES + 1 + t;
+    cp_async_wait_group<STAGES - 2>();
+    __syncthreads();
+    cp_async_commit_group();
+    const uint32_t base = smem + (k % STAGES) * STAGE_BYTES;
+    compute_pipelined(acc, base, base + BM * BK * 2, warp_row, warp_col);
+  }
   epilogue(acc, C, D, alpha, beta, N, blockIdx.y * BM + warp_row * WM,
            blockIdx.x * BN + warp_col * WN);
 }

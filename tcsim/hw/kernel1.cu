@@ -1,6 +1,6 @@
 // CUDA twin of kernel1: hierarchical tiling on row-major shared tiles (tcsim/kernels/kernel1.py).
 // Defaults are the kernel's default parameters; tcsim.hw.run overrides them with -D.
-// tests/test_twins.py checks that these defaults equal Kernel.defines(defaults).
+// tests/kernels/test_kernels.py checks that they equal Kernel.defines(defaults).
 #ifndef BM
 #define BM 256
 #endif
@@ -21,6 +21,12 @@
 #endif
 #ifndef ACC_F32
 #define ACC_F32 0
+#endif
+#ifndef MMA_K
+#define MMA_K 8
+#endif
+#ifndef STAGES
+#define STAGES 1
 #endif
 #ifndef A_SWZ_BITS
 #define A_SWZ_BITS 0

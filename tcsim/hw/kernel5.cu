@@ -1,11 +1,11 @@
 // CUDA twin of kernel5: kernel4 with tiles tuned for the H100 (tcsim/kernels/kernel5.py).
 // Defaults are the kernel's default parameters; tcsim.hw.run overrides them with -D.
-// tests/test_twins.py checks that these defaults equal Kernel.defines(defaults).
+// tests/kernels/test_kernels.py checks that they equal Kernel.defines(defaults).
 #ifndef BM
 #define BM 128
 #endif
 #ifndef BN
-#define BN 256
+#define BN 128
 #endif
 #ifndef BK
 #define BK 32
@@ -21,6 +21,12 @@
 #endif
 #ifndef ACC_F32
 #define ACC_F32 0
+#endif
+#ifndef MMA_K
+#define MMA_K 8
+#endif
+#ifndef STAGES
+#define STAGES 1
 #endif
 #ifndef A_SWZ_BITS
 #define A_SWZ_BITS 2
@@ -38,7 +44,7 @@
 #define B_SWZ_BASE 3
 #endif
 #ifndef B_SWZ_SHIFT
-#define B_SWZ_SHIFT 5
+#define B_SWZ_SHIFT 4
 #endif
 #include "gemm.cuh"
 

@@ -1,4 +1,4 @@
-"""The kernel ladder as schedules: kernel1 .. kernel5, built from shared building blocks.
+"""The kernel ladder as schedules: kernel1 .. kernel6, built from shared building blocks.
 
 Each kernel computes ``D = alpha * A @ B + beta * C`` on row-major float16 matrices and is one
 `Kernel`: a schedule that `tcsim.run` executes on bits and `tcsim.trace` counts, plus a CUDA
@@ -11,9 +11,10 @@ from .kernel2 import kernel2
 from .kernel3 import kernel3
 from .kernel4 import kernel4
 from .kernel5 import kernel5
+from .kernel6 import kernel6
 from .params import GemmParams, ProblemSizeError
 
-KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5)}
+KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5, kernel6)}
 
 
 def kernel_named(name: str) -> Kernel:
@@ -24,4 +25,4 @@ def kernel_named(name: str) -> Kernel:
 
 
 __all__ = ["GemmParams", "KERNELS", "Kernel", "ProblemSizeError", "kernel1", "kernel2",
-           "kernel3", "kernel4", "kernel5", "kernel_named"]
+           "kernel3", "kernel4", "kernel5", "kernel6", "kernel_named"]

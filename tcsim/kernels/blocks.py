@@ -15,7 +15,7 @@ import numpy as np
 from ..isa.fragments import mma_fragment
 from ..memory.layouts import Layout, RowMajor, Swizzle, Swizzled
 from .machine import Machine, byte_addresses
-from .params import MMA_K, MMA_M, MMA_N, VECTOR, GemmParams
+from .params import MMA_M, MMA_N, VECTOR, GemmParams
 
 # ---- shared-memory tiles ---------------------------------------------------------------------
 
@@ -53,14 +53,16 @@ def conflict_free_swizzle(cols: int) -> Swizzle:
     return Swizzle(min(3, chunks_bits), 3, max(3, int(np.log2(cols)) - 3))
 
 
-def shared_tiles(p: GemmParams, swizzled: bool) -> tuple[SharedTile, SharedTile]:
-    """A (block_m x block_k) then B (block_k x block_n), row-major, optionally swizzled."""
+def shared_tiles(p: GemmParams, swizzled: bool, stage: int = 0) -> tuple[SharedTile, SharedTile]:
+    """A (block_m x block_k) then B (block_k x block_n), row-major, optionally swizzled; stage
+    ``s`` of a pipeline starts ``s * stage_bytes`` in."""
     a = RowMajor(p.block_m, p.block_k)
     b = RowMajor(p.block_k, p.block_n)
     if swizzled:
         a = Swizzled(a, conflict_free_swizzle(p.block_k))
         b = Swizzled(b, conflict_free_swizzle(p.block_n))
-    return SharedTile("A", a, 0), SharedTile("B", b, p.a_tile_bytes)
+    base = stage * p.stage_bytes
+    return SharedTile("A", a, base), SharedTile("B", b, base + p.a_tile_bytes)
 
 
 # ---- global -> shared copies -------------------------------------------------------------------
@@ -96,6 +98,13 @@ def copy_tile(m: Machine, tile: SharedTile, k_tile: int) -> None:
     store_tile(m, tile, load_tile(m, tile, k_tile))
 
 
+def copy_tile_async(m: Machine, tile: SharedTile, k_tile: int) -> None:
+    """Global -> shared without registers: one ``cp.async.cg`` (16 bytes) per vector."""
+    rows, cols = tile_vectors(m.params, *_tile_shape(m.params, tile))
+    m.copy_async(f"{tile.operand}_cp_async", tile.operand, rows, cols, k_tile,
+                 tile.address(rows, cols))
+
+
 # ---- shared -> register fragments ------------------------------------------------------------
 
 
@@ -108,32 +117,37 @@ def _regroup(registers: np.ndarray, per: int) -> np.ndarray:
 
 def load_a_fragments(m: Machine, tile: SharedTile, warp_k: int, matrices: int) -> np.ndarray:
     """The warp's A fragments for one warp_k step: registers (blocks, warps, tiles_m, tiles_k,
-    32, 2). ``matrices`` 2: one ``ldmatrix.x2`` per 16x8 tile (lanes 0-15 give rows 0-15);
-    4: one ``ldmatrix.x4`` per 16x16 (lanes 16-31 give the same rows 8 columns on)."""
+    32, mma_k / 4). ``matrices`` 2: one ``ldmatrix.x2`` per 16x8 tile (lanes 0-15 give rows
+    0-15); 4: one ``ldmatrix.x4`` per 16x16 (lanes 16-31 give the same rows 8 columns on),
+    which is two m16n8k8 A fragments or one m16n8k16 fragment."""
     p = m.params
     lane = m.lane
-    per = matrices // 2  # m16n8k8 A tiles per instruction, along K
-    tiles_k = p.tiles_k // per
+    per = matrices // 2 // (p.mma_k // 8)  # mma tiles per instruction, along K
+    count = p.tiles_k // per  # instructions along K
     row = (m.warp_row * p.warp_m)[:, :, None, None] + \
         (np.arange(p.tiles_m) * MMA_M)[:, None, None] + lane % 16
-    second_half = lane // 16 * MMA_K if per == 2 else 0 * lane  # .x2 ignores lanes 16-31
-    col = warp_k * p.warp_k + (np.arange(tiles_k) * MMA_K * per)[:, None] + second_half
+    second_half = lane // 16 * 8 if matrices == 4 else 0 * lane  # .x2 ignores lanes 16-31
+    col = warp_k * p.warp_k + (np.arange(count) * 4 * matrices)[:, None] + second_half
     regs = m.ldmatrix("A_smem_ldmatrix", f"x{matrices}", tile.address(row, col))
     return _regroup(regs, per)
 
 
 def load_b_fragments(m: Machine, tile: SharedTile, warp_k: int, matrices: int) -> np.ndarray:
     """The warp's B fragments for one warp_k step: registers (blocks, warps, tiles_k, tiles_n,
-    32, 1), by ``ldmatrix.x{matrices}.trans``: lanes 8i .. 8i+7 give the 8 K rows of the
-    i-th 8x8 tile along N."""
+    32, mma_k / 8), by ``ldmatrix.x{matrices}.trans``. For m16n8k8, lanes 8i .. 8i+7 give the 8
+    K rows of the i-th 8x8 tile along N; for m16n8k16 (``.x4``), lanes 0-15 give the 16 K rows
+    of one tile and lanes 16-31 those of the next."""
     p = m.params
     lane = m.lane
-    row = warp_k * p.warp_k + (np.arange(p.tiles_k) * MMA_K)[:, None, None] + lane % 8
-    groups = p.tiles_n // matrices
+    k_rows = p.mma_k // 8  # 8x8 matrices per fragment, stacked along K
+    per = matrices // k_rows  # N tiles per instruction
+    within = lane // 8 % matrices  # the matrix a lane's row belongs to
+    row = warp_k * p.warp_k + (np.arange(p.tiles_k) * p.mma_k)[:, None, None] + \
+        within % k_rows * 8 + lane % 8
     col = (m.warp_col * p.warp_n)[:, :, None, None] + \
-        (np.arange(groups) * MMA_N * matrices)[:, None] + lane // 8 % matrices * MMA_N
+        (np.arange(p.tiles_n // per) * MMA_N * per)[:, None] + within // k_rows * MMA_N
     regs = m.ldmatrix("B_smem_ldmatrix", f"x{matrices}.trans", tile.address(row, col))
-    return _regroup(regs, matrices)
+    return _regroup(regs, per)
 
 
 def compute_block_tile(m: Machine, A_smem: SharedTile, B_smem: SharedTile, acc: np.ndarray,
@@ -143,6 +157,22 @@ def compute_block_tile(m: Machine, A_smem: SharedTile, B_smem: SharedTile, acc: 
         a = load_a_fragments(m, A_smem, warp_k, a_matrices)
         b = load_b_fragments(m, B_smem, warp_k, b_matrices)
         acc = mma_warp_tile(m, a, b, acc)
+    return acc
+
+
+def compute_pipelined(m: Machine, A_smem: SharedTile, B_smem: SharedTile,
+                      acc: np.ndarray) -> np.ndarray:
+    """compute_block_tile with register double buffering: the fragments of warp_k step s + 1
+    are loaded before the mma of step s, so ldmatrix latency hides behind tensor-core work."""
+    steps = m.params.block_k // m.params.warp_k
+    a, b = load_a_fragments(m, A_smem, 0, 4), load_b_fragments(m, B_smem, 0, 4)
+    for warp_k in range(steps):
+        if warp_k + 1 < steps:
+            a_next = load_a_fragments(m, A_smem, warp_k + 1, 4)
+            b_next = load_b_fragments(m, B_smem, warp_k + 1, 4)
+        acc = mma_warp_tile(m, a, b, acc)
+        if warp_k + 1 < steps:
+            a, b = a_next, b_next
     return acc
 
 

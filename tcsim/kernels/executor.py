@@ -37,8 +37,8 @@ class Executor(Machine):
         self.shared = np.zeros((rows.size, self.params.shared_bytes // 4), np.uint32)
         kernel.issue(self)
 
-    def k_tiles(self, stop=None):
-        return iter(range(self.k_tile_count if stop is None else stop))
+    def k_tiles(self, start=0, stop=None):
+        return iter(range(start, self.k_tile_count if stop is None else stop))
 
     def _block_index(self, ndim: int) -> np.ndarray:
         return np.arange(self.block_rows.size).reshape((-1,) + (1,) * ndim)
@@ -60,6 +60,9 @@ class Executor(Machine):
         self.check_shared(site, ST_SHARED, addresses, 16)
         words = addresses[..., None] // 4 + np.arange(4)
         self.shared[self._block_index(words.ndim), words] = registers
+
+    def copy_async(self, site, operand, rows, cols, k_tile, addresses):
+        self.store_shared(site, addresses, self.load_global(site, operand, rows, cols, k_tile))
 
     def ldmatrix(self, site, shape, addresses):
         spelling = LDMATRIX.format(shape)

@@ -25,7 +25,7 @@ class Kernel:
     program: Callable[[Machine, GemmParams, SharedTile, SharedTile], None]
     tiles: Callable[[GemmParams], tuple[SharedTile, SharedTile]]
     defaults: GemmParams
-    requires: Callable[[GemmParams], None] = lambda p: None
+    requires: Callable[[GemmParams], None] = lambda p: one_stage_m16n8k8(p)
 
     @property
     def source(self) -> str:
@@ -46,7 +46,8 @@ class Kernel:
         """The CUDA twin's compile-time constants for ``p``: tiles, accumulator, swizzles."""
         a, b = self.tiles(p)
         out = {"BM": p.block_m, "BN": p.block_n, "BK": p.block_k, "WM": p.warp_m,
-               "WN": p.warp_n, "WK": p.warp_k, "ACC_F32": int(p.accumulate == "f32")}
+               "WN": p.warp_n, "WK": p.warp_k, "ACC_F32": int(p.accumulate == "f32"),
+               "MMA_K": p.mma_k, "STAGES": p.stages}
         for tile in (a, b):
             s = tile.swizzle
             out.update({f"{tile.operand}_SWZ_BITS": s.bits, f"{tile.operand}_SWZ_BASE": s.base,
@@ -60,3 +61,9 @@ class Kernel:
 def require(ok: bool, message: str) -> None:
     if not ok:
         raise ValueError(message)
+
+
+def one_stage_m16n8k8(p: GemmParams) -> None:
+    """kernel1 .. kernel5: one shared buffer and m16n8k8, as their twins are written."""
+    require(p.mma_k == 8, f"this kernel issues m16n8k8: mma_k must be 8, got {p.mma_k}")
+    require(p.stages == 1, f"this kernel has one shared buffer: stages must be 1, got {p.stages}")

@@ -28,7 +28,7 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile,
     # on this one, then store the next. The last tile only computes: no branch inside the loop,
     # so the compiler need not predicate the stores (a predicated-off store still counts as an
     # executed instruction in Nsight Compute).
-    for k in m.k_tiles(m.k_tile_count - 1):
+    for k in m.k_tiles(stop=m.k_tile_count - 1):
         m.sync()
         a_next, b_next = load_tile(m, A_smem, k + 1), load_tile(m, B_smem, k + 1)
         acc = compute_block_tile(m, A_smem, B_smem, acc, a_matrices, b_matrices)

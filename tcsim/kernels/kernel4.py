@@ -7,12 +7,13 @@ XORs and adds; the addresses, and so this schedule, are the same as computing th
 """
 
 from .blocks import SharedTile, shared_tiles
-from .kernel import Kernel, require
+from .kernel import Kernel, one_stage_m16n8k8, require
 from .kernel3 import kernel3
 from .params import GemmParams
 
 
 def requires(p: GemmParams) -> None:
+    one_stage_m16n8k8(p)
     require(p.tiles_k % 2 == 0, f"warp_k={p.warp_k} must be a multiple of 16 (ldmatrix.x4 on A)")
     require(p.tiles_n % 4 == 0, f"warp_n={p.warp_n} must be a multiple of 32 (ldmatrix.x4 on B)")
 

@@ -1,8 +1,11 @@
 """kernel5: kernel4's schedule with tile dimensions tuned for the GPU.
 
-The article tunes for a T4 (256x256 block tiles, block_k 32, warp tiles 128x64, 8 warps).
-On the H100 those warp tiles need more registers than a thread has once accumulators are f32,
-so the defaults here are tiles measured on the H100 (docs/benchmarks.md).
+The article tunes for a T4 (256x256 block tiles, block_k 32, warp tiles 128x64, 8 warps). On
+the H100 (`benchmarks/tune_gpu.py`, 8192^3, docs/benchmarks.md) those tiles run f16
+accumulation at 327 TFLOP/s but spill with f32 accumulators (3 TFLOP/s); 128x128x32 blocks of
+four 64x64 warps run 327 (f16) and 290 (f32), the best for both, against 290 and 268 for
+kernel4's 256x128x64. Smaller blocks and a shorter block_k let several blocks share an SM, so
+one block's barrier waits overlap another's work.
 """
 
 from .kernel import Kernel
@@ -11,5 +14,5 @@ from .params import GemmParams
 
 kernel5 = Kernel("kernel5", "kernel4 with tile dimensions tuned for the H100", kernel4.program,
                  kernel4.tiles,
-                 GemmParams(block_m=128, block_n=256, block_k=32, warp_m=64, warp_n=64,
+                 GemmParams(block_m=128, block_n=128, block_k=32, warp_m=64, warp_n=64,
                             warp_k=32), kernel4.requires)

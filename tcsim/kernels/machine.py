@@ -37,6 +37,7 @@ WARP = 32
 LD_GLOBAL = {8: "ld.global.cg.v4.u32", 2: "ld.global.b32"}  # by f16 elements per lane
 ST_GLOBAL = {2: "st.global.b32"}
 ST_SHARED = "st.shared.v4.b32"
+CP_ASYNC = "cp.async.cg.shared.global.16"  # L2 -> shared, 16 bytes a lane, no registers
 LDMATRIX = "ldmatrix.sync.aligned.m8n8.{}.shared.b16"
 
 
@@ -75,8 +76,9 @@ class Machine(ABC):
     # ---- instructions ------------------------------------------------------------------------
 
     @abstractmethod
-    def k_tiles(self, stop: int | None = None) -> Iterator[int]:
-        """The block-level K loop: K tile indices 0 .. stop - 1 (default: every K tile)."""
+    def k_tiles(self, start: int = 0, stop: int | None = None) -> Iterator[int]:
+        """The block-level K loop: K tile indices start .. stop - 1 (default: every K tile).
+        An engine may assume the iterations of one loop issue the same instructions."""
 
     @abstractmethod
     def load_global(self, site: str, operand: str, rows, cols, k_tile: int = 0,
@@ -90,6 +92,18 @@ class Machine(ABC):
     @abstractmethod
     def store_shared(self, site: str, addresses, registers) -> None:
         """``st.shared.v4.b32``: each lane writes its 4 registers at its byte address."""
+
+    @abstractmethod
+    def copy_async(self, site: str, operand: str, rows, cols, k_tile: int, addresses) -> None:
+        """``cp.async.cg.shared.global`` of 16 bytes: ``operand[row, col:col+8]`` -> shared."""
+
+    def commit_group(self) -> None:  # noqa: B027 - bookkeeping only; no data moves
+        """``cp.async.commit_group``: the copies issued since the last commit form a group."""
+
+    def wait_group(self, pending: int) -> None:  # noqa: B027
+        """``cp.async.wait_group pending``: wait until at most ``pending`` groups are in flight.
+        The executor performs each copy when it is issued, which gives the same bits for a
+        kernel that waits before it reads."""
 
     @abstractmethod
     def ldmatrix(self, site: str, shape: str, addresses) -> np.ndarray:

@@ -3,9 +3,10 @@
 `GemmParams` owns the hierarchical tiling every kernel of the ladder shares: a block computes a
 ``block_m x block_n`` tile of D, looping over K in steps of ``block_k``; its warps each own a
 ``warp_m x warp_n`` sub-tile and walk ``block_k`` in steps of ``warp_k``; a warp covers its
-sub-tile with m16n8k8 tensor-core instructions. Every derived count (warps, threads, mma tiles,
-shared-memory bytes) is a property here, so the Python schedule and its CUDA twin read the same
-numbers.
+sub-tile with m16n8k8 (or m16n8k16) tensor-core instructions; ``stages`` shared buffers
+hold successive K tiles when a kernel pipelines its copies. Every derived count (warps,
+threads, mma tiles, shared-memory bytes) is a property here, so the Python schedule and its
+CUDA twin read the same numbers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from ..memory.shared import SM90_BLOCK_LIMIT
 
-MMA_M, MMA_N, MMA_K = 16, 8, 8  # the m16n8k8 instruction's tile
+MMA_M, MMA_N = 16, 8  # every mma.sync tile of the ladder is 16 x 8; K is 8 or 16 (mma_k)
+MMA_KS = (8, 16)
 VECTOR = 8  # f16 elements per 16-byte global load / shared store
 ELEMENT_BYTES = 2  # f16
 ACCUMULATE = ("f16", "f32")
@@ -35,6 +37,8 @@ class GemmParams:
     warp_n: int = 64
     warp_k: int = 32
     accumulate: str = "f16"
+    mma_k: int = 8  # m16n8k8 or m16n8k16
+    stages: int = 1  # shared-memory buffers of (A, B) tiles: >1 for a cp.async pipeline
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -46,7 +50,9 @@ class GemmParams:
                 raise ValueError(f"{f.name} must be a positive integer, got {value!r}")
         self._require(self.warp_m % MMA_M == 0, f"warp_m={self.warp_m} must be a multiple of 16")
         self._require(self.warp_n % MMA_N == 0, f"warp_n={self.warp_n} must be a multiple of 8")
-        self._require(self.warp_k % MMA_K == 0, f"warp_k={self.warp_k} must be a multiple of 8")
+        self._require(self.mma_k in MMA_KS, f"mma_k must be 8 or 16, got {self.mma_k}")
+        self._require(self.warp_k % self.mma_k == 0,
+                      f"warp_k={self.warp_k} must be a multiple of mma_k={self.mma_k}")
         for outer, inner in (("block_m", "warp_m"), ("block_n", "warp_n"),
                              ("block_k", "warp_k")):
             o, i = getattr(self, outer), getattr(self, inner)
@@ -96,8 +102,8 @@ class GemmParams:
 
     @property
     def tiles_k(self) -> int:
-        """m16n8k8 steps in one warp_k step."""
-        return self.warp_k // MMA_K
+        """mma steps along K in one warp_k step."""
+        return self.warp_k // self.mma_k
 
     @property
     def a_tile_bytes(self) -> int:
@@ -108,13 +114,18 @@ class GemmParams:
         return self.block_k * self.block_n * ELEMENT_BYTES
 
     @property
-    def shared_bytes(self) -> int:
+    def stage_bytes(self) -> int:
+        """One stage: an A tile then a B tile."""
         return self.a_tile_bytes + self.b_tile_bytes
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.stages * self.stage_bytes
 
     @property
     def qualifier(self) -> str:
         acc = self.accumulate
-        return f"m16n8k8.row.col.{acc}.f16.f16.{acc}"
+        return f"m16n8k{self.mma_k}.row.col.{acc}.f16.f16.{acc}"
 
     def grid(self, M: int, N: int) -> tuple[int, int]:
         """(blocks along N, blocks along M): CUDA's gridDim.x, gridDim.y."""
@@ -133,6 +144,10 @@ class GemmParams:
             raise ProblemSizeError(
                 f"{kernel}: {'; '.join(bad)} (it needs M % {self.block_m} == 0, "
                 f"N % {self.block_n} == 0, K % {self.block_k} == 0)")
+        if K // self.block_k < self.stages - 1:
+            raise ProblemSizeError(
+                f"{kernel}: K={K} gives {K // self.block_k} K tiles; a {self.stages}-stage "
+                f"pipeline needs K >= {(self.stages - 1) * self.block_k}")
 
     def with_overrides(self, **overrides) -> GemmParams:
         unknown = set(overrides) - {f.name for f in fields(self)}
