@@ -83,10 +83,11 @@ class Site:
         inst = self.instruction
         if self.space == "tensor":
             return {HMMA: self.mma}
-        if self.space == "async":
+        if self.space == "async":  # its global side also counts among global loads (measured)
             return {LDGSTS_INST: self.executions, LDGSTS_REQUESTS: self.requests,
                     LDGSTS_SECTORS: self.sectors, LDGSTS_WAVEFRONTS: self.wavefronts,
-                    LDGSTS_CONFLICTS: self.conflicts}
+                    LDGSTS_CONFLICTS: self.conflicts, GLOBAL_LD_REQUESTS: self.requests,
+                    GLOBAL_LD_SECTORS: self.sectors}
         if self.space == "global":
             side = "ld" if inst.startswith("ld") else "st"
             return {GLOBAL_LD_REQUESTS if side == "ld" else GLOBAL_ST_REQUESTS: self.requests,
@@ -242,14 +243,19 @@ class Tracer(Machine):
         vector = 2 * np.shape(registers)[-1]
         self._global(site, ST_GLOBAL[vector], operand, rows, cols, 0, vector)
 
-    def _shared(self, site: str, spelling: str, addresses: np.ndarray, width: int) -> None:
+    def _shared(self, site: str, spelling: str, addresses: np.ndarray, width: int,
+                sources: np.ndarray | None = None) -> None:
         self.check_shared(site, spelling, addresses, width)
         lanes = addresses.reshape(-1, 32)
         shifted = lanes - lanes.min(axis=1, keepdims=True) // BANK_PERIOD * BANK_PERIOD
+        if sources is not None:  # cp.async.cg: the global lines matter too (access())
+            lines = np.asarray(sources).reshape(-1, 32) // BANK_PERIOD  # one block: same rows
+            shifted = np.concatenate([shifted, lines - lines.min(axis=1, keepdims=True)], 1)
         patterns, counts = np.unique(shifted, axis=0, return_counts=True)
         s = self._site(site, spelling)
         for pattern, count in zip(patterns, counts):
-            a = access(spelling, pattern)
+            a = access(spelling, pattern[:32], sources=None if sources is None
+                       else pattern[32:] * BANK_PERIOD)
             s.wavefronts += a.wavefronts * int(count) * self.times
             s.ideal += a.ideal * int(count) * self.times
         s.executions += lanes.shape[0] * self.times
@@ -259,7 +265,8 @@ class Tracer(Machine):
 
     def copy_async(self, site, operand, rows, cols, k_tile, addresses):
         self._global(site, CP_ASYNC, operand, rows, cols, k_tile, 8)
-        self._shared(site, CP_ASYNC, np.asarray(addresses, np.int64), 16)
+        sources = self.global_elements(site, operand, rows, cols, k_tile, 8) * ELEMENT_BYTES
+        self._shared(site, CP_ASYNC, np.asarray(addresses, np.int64), 16, sources)
 
     def ldmatrix(self, site, shape, addresses):
         spelling = LDMATRIX.format(shape)

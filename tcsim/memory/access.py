@@ -212,12 +212,25 @@ def _phases(inst: SharedInstruction, addr, active) -> tuple[list[range], object]
     return _groups(16 if width == 8 else 8), ideal_groups if inst.kind == "ld" else "phases"
 
 
+def _source_lines(sources, active) -> list[list[int]]:
+    """Lanes grouped by the 128-byte global line they copy from, in order of first lane."""
+    lines = np.asarray(sources, np.int64) // 128
+    groups: dict[int, list[int]] = {}
+    for lane in np.flatnonzero(active):
+        groups.setdefault(int(lines[lane]), []).append(int(lane))
+    return list(groups.values())
+
+
 def access(instruction: str, addresses, *, size: int | None = None,
-           site: str | None = None) -> Access:
+           site: str | None = None, sources=None) -> Access:
     """Wavefronts, ideal wavefronts and bank conflicts of one warp-wide access.
 
     ``addresses``: the 32 lanes' byte addresses; a lane with None or a negative address supplies
     none (for ldmatrix/stmatrix only lanes ``0 .. 8N-1`` supply row addresses anyway).
+    ``sources``: for ``cp.async.cg`` only, the lanes' global byte addresses. An L1-bypassing
+    copy writes shared memory one 128-byte global line at a time, so its phases are the lanes
+    of each line, and its ideal is one wavefront per line (measured in kernel6's counters on
+    the H100: docs/kernels.md).
     """
     inst = parse_instruction(instruction)
     addr, active = _as_addresses(addresses)
@@ -228,6 +241,10 @@ def access(instruction: str, addresses, *, size: int | None = None,
     check_addresses(inst, addr, active, size, site)
     words_per_address = max(1, inst.bytes_per_address // BANK_BYTES)
     phases, ideal_rule = _phases(inst, addr, active)
+    if sources is not None:
+        if not inst.spelling.startswith("cp.async.cg"):
+            raise ValueError("sources (global addresses) apply to cp.async.cg only")
+        phases, ideal_rule = _source_lines(sources, active), "phases"
     table = np.zeros((len(phases), BANKS), np.int64)
     for p, lanes in enumerate(phases):
         lanes = [lane for lane in lanes if active[lane]]
