@@ -25,7 +25,6 @@ import numpy as np
 
 import tcsim
 from tcsim.hw import runtime
-from tcsim.hw.gemm import launch
 
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 2048),
           (2048, 8192, 4096)]
@@ -98,10 +97,8 @@ def main() -> None:
             kernel = tcsim.kernels.KERNELS[name]
             for acc in args.accumulate:
                 p_ = kernel.params(accumulate=acc)
-                spec = launch(kernel, np.zeros((p_.block_m, p_.block_k), np.float16),
-                              np.zeros((p_.block_k, p_.block_n), np.float16), accumulate=acc)
-                fn = runtime.kernel_function(spec.source, spec.kernel, spec.defines,
-                                             spec.shared_bytes)
+                fn = runtime.kernel_function(kernel.source, kernel.name, kernel.defines(p_),
+                                             p_.shared_bytes)
                 go = partial(_kernel, fn, p_, sets, D, (M, N, K))
                 seconds = median_seconds(go, args.runs)
                 go(0)

@@ -18,7 +18,6 @@ import numpy as np
 
 import tcsim
 from tcsim.hw import runtime
-from tcsim.hw.gemm import launch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_gpu import ROTATE, _check_block, _kernel, median_seconds  # noqa: E402
@@ -66,11 +65,8 @@ def main() -> None:
             except ValueError as exc:
                 print(f"skip {tiles} {acc}: {exc}")
                 continue
-            spec = launch(kernel, np.zeros((params.block_m, params.block_k), np.float16),
-                          np.zeros((params.block_k, params.block_n), np.float16),
-                          **params.as_dict())
-            fn = runtime.kernel_function(spec.source, spec.kernel, spec.defines,
-                                         spec.shared_bytes)
+            fn = runtime.kernel_function(kernel.source, kernel.name, kernel.defines(params),
+                                         params.shared_bytes)
             go = partial(_kernel, fn, params, sets, D, (n, n, n))
             seconds = median_seconds(go, args.runs)
             results.append((2 * n**3 / seconds / 1e12, tiles, acc, params, fn))

@@ -23,6 +23,15 @@ SHORT = {
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "global load sectors",
     "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "global store requests",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "global store sectors",
+    "smsp__sass_inst_executed_op_ldgsts_cache_bypass.sum": "cp.async.cg instructions",
+    "smsp__sass_l1tex_t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum":
+        "cp.async.cg requests",
+    "smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum":
+        "cp.async.cg sectors",
+    "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts_cache_bypass.sum":
+        "cp.async.cg shared wavefronts",
+    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts_cache_bypass.sum":
+        "cp.async.cg shared conflicts",
 }
 
 
@@ -30,16 +39,24 @@ def tables(path: str) -> str:
     records = [json.loads(line) for line in open(path)]
     records = [r for r in records if r["test"] == "kernel_counters"]
     out = []
-    for shape, acc in dict.fromkeys((tuple(r["shape"]), r["accumulate"]) for r in records):
-        group = [r for r in records if tuple(r["shape"]) == shape and r["accumulate"] == acc]
-        traces = {r["kernel"]: tcsim.trace(r["kernel"], *shape, accumulate=acc).totals
-                  for r in group}
+    def key(r):
+        return tuple(r["shape"]), r["accumulate"], json.dumps(r.get("params", {}))
+
+    for shape, acc, params in dict.fromkeys(key(r) for r in records):
+        group = [r for r in records if key(r) == (shape, acc, params)]
+        traces = {r["kernel"]: tcsim.trace(r["kernel"], *shape, accumulate=acc,
+                                           **json.loads(params)).totals for r in group}
         M, N, K = shape
-        out.append(f"M, N, K = {M}, {N}, {K}; {acc} accumulators. Each cell: trace / ncu.\n")
+        extra = f", {params}" if params != "{}" else ""
+        out.append(f"M, N, K = {M}, {N}, {K}; {acc} accumulators{extra}. "
+                   f"Each cell: trace / ncu.\n")
         out.append("| metric | " + " | ".join(r["kernel"] for r in group) + " |")
         out.append("|---" * (len(group) + 1) + "|")
         for metric, name in SHORT.items():
-            cells = [f"{traces[r['kernel']][metric]:,} / {r['ncu'][metric]:,.0f}" for r in group]
+            if not any(metric in traces[r["kernel"]] for r in group):
+                continue
+            cells = [f"{traces[r['kernel']][metric]:,} / {r['ncu'][metric]:,.0f}"
+                     if metric in traces[r["kernel"]] else "-" for r in group]
             out.append(f"| {name} | " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
