@@ -25,6 +25,13 @@ KEY = {
 }
 
 
+REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle",
+           "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc",
+           "no_instruction", "not_selected", "selected", "short_scoreboard", "sleeping",
+           "tex_throttle", "wait")
+STALLS = tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in REASONS)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out")
@@ -36,7 +43,7 @@ def main() -> None:
     cases = [(name, "f16") for name in tcsim.kernels.KERNELS] + [("kernel5", "f32"),
                                                                   ("kernel6", "f32")]
     launches = [launch(name, A, B, C, 1.0, 0.0, accumulate=acc) for name, acc in cases]
-    counters = profile(launches, tuple(KEY),
+    counters = profile(launches, tuple(KEY) + STALLS,
                        ("--section", "WarpStateStats", "--section", "Occupancy",
                         "--section", "LaunchStats"))
     with open(f"{args.out}/stalls.json", "w") as f:
