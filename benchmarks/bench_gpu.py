@@ -97,7 +97,7 @@ def main() -> None:
             kernel = tcsim.kernels.KERNELS[name]
             for acc in args.accumulate:
                 p_ = kernel.params(accumulate=acc)
-                fn = runtime.kernel_function(kernel.source, kernel.name, kernel.defines(p_),
+                fn = runtime.kernel_function(kernel.source, kernel.entry, kernel.defines(p_),
                                              p_.shared_bytes)
                 go = partial(_kernel, fn, p_, sets, D, (M, N, K))
                 seconds = median_seconds(go, args.runs)

@@ -5,7 +5,8 @@
 # 10 minutes a command, so there run the parts: m16n8 (the m16n8 shapes and every fact),
 # m8n8k4 (the 12 quad-pair variants), smem (shared-memory counters), explore (model fitting),
 # kernels (the kernel ladder's bits and counters against its CUDA twins), speed (GPU timings;
-# BENCH_ARGS passes options to benchmarks/bench_gpu.py).
+# BENCH_ARGS passes options to benchmarks/bench_gpu.py), checks (planted bugs under
+# compute-sanitizer and the simulator).
 # mma runs the mma tests for TCSIM_HW_QUALIFIERS (comma list) filtered by TCSIM_K.
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 set -uo pipefail
@@ -44,6 +45,13 @@ elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against
   export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
   rm -f "$TCSIM_HW_LOG"
   python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_kernels_hw.py \
+    ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
+  status=${PIPESTATUS[0]}
+  python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
+elif [ "$mode" = checks ]; then  # planted bugs: compute-sanitizer against the simulator
+  export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
+  rm -f "$TCSIM_HW_LOG"
+  python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_checks_hw.py \
     ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
   python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"

@@ -47,3 +47,8 @@ for r in (r for r in rows if r["test"] == "kernel_counters"):
              for k, v in r["trace"].items() if r["ncu"].get(k) != v]
     print(f"counters {r['kernel']} {M}x{N}x{K} {r['accumulate']}: "
           + ("all equal" if not diffs else "; ".join(diffs)))
+
+for r in (r for r in rows if r["test"] == "checks"):
+    tools = ", ".join(f"{t} {v['errors']}" for t, v in r["sanitizer"].items())
+    print(f"checks {r['kernel']}: sanitizer [{tools}]; simulator: "
+          f"{r['simulator'].split(':')[0] or 'no error'}")

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .kernels import Kernel, kernel_named
-from .kernels.machine import CP_ASYNC, LD_GLOBAL, LDMATRIX, ST_GLOBAL, ST_SHARED, Machine
+from .kernels.machine import CP_ASYNC, ST_SHARED, Machine
 from .kernels.params import ELEMENT_BYTES, GemmParams
 from .memory.access import access, parse_instruction
 
@@ -110,6 +110,7 @@ class Trace:
     problem: tuple[int, int, int]
     params: dict
     sites: dict[str, Site] = field(default_factory=dict)
+    problems: list = field(default_factory=list)  # SimulationErrors, with checks="collect"
 
     @property
     def totals(self) -> dict[str, int]:
@@ -185,12 +186,16 @@ def _table(head: tuple, rows: list[tuple]) -> list[str]:
 
 
 class Tracer(Machine):
-    """A machine that runs block (0, 0) on zero-valued registers and counts each site."""
+    """A machine that runs block (0, 0) on zero-valued registers and counts each site.
+
+    Race and initialization checks need every K iteration, so they run only when the trace is
+    exhaustive (``checks`` other than "off"); address checks run always."""
 
     def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
-                 exhaustive: bool = False) -> None:
-        super().__init__(kernel, params, M, N, K)
+                 exhaustive: bool = False, checks: str = "raise") -> None:
         self.exhaustive = exhaustive
+        super().__init__(kernel, params, M, N, K, checks if exhaustive else "off")
+        self.report.mode = checks  # address errors follow the caller's mode in either case
         for name, elements in (("block_k", params.block_k), ("block_n", params.block_n)):
             if elements * ELEMENT_BYTES % SECTOR:
                 raise ValueError(f"tcsim.trace counts one block: {name}={elements} must be a "
@@ -200,6 +205,12 @@ class Tracer(Machine):
         self.blocks = 1 if exhaustive else grid_m * grid_n
         self.weight = 1
         self.sites: dict[str, Site] = {}
+
+    def begin_blocks(self, rows, cols) -> None:
+        if self.report.mode == "off" or self.exhaustive:
+            super().begin_blocks(rows, cols)
+        else:  # representative iterations: no race or initialization bookkeeping
+            self.block_rows, self.block_cols, self.checker = rows, cols, None
 
     def _site(self, name: str, instruction: str) -> Site:
         site = self.sites.setdefault(name, Site(name, instruction))
@@ -222,9 +233,8 @@ class Tracer(Machine):
             yield k
         self.weight = 1
 
-    def _global(self, site, spelling, operand, rows, cols, k_tile, vector) -> tuple:
-        """Count a global access's requests and 32-byte sectors; its lanes' shape."""
-        offsets = self.global_elements(site, operand, rows, cols, k_tile, vector)
+    def _count_global(self, site, spelling, offsets) -> None:
+        """Count a global access's requests and 32-byte sectors."""
         lanes = offsets.reshape(-1, 32) * ELEMENT_BYTES // SECTOR  # one sector per lane
         lanes.sort(axis=1)
         sectors = int((1 + (np.diff(lanes, axis=1) != 0).sum(axis=1)).sum())
@@ -233,19 +243,16 @@ class Tracer(Machine):
             s.executions += lanes.shape[0] * self.times
         s.requests += lanes.shape[0] * self.times
         s.sectors += sectors * self.times
-        return offsets.shape
 
-    def load_global(self, site, operand, rows, cols, k_tile=0, vector=8):
-        shape = self._global(site, LD_GLOBAL[vector], operand, rows, cols, k_tile, vector)
-        return np.zeros(shape + (vector // 2,), np.uint32)
+    def _load_global(self, site, spelling, operand, offsets, vector):
+        self._count_global(site, spelling, offsets)
+        return np.zeros(offsets.shape + (vector // 2,), np.uint32)
 
-    def store_global(self, site, operand, rows, cols, registers):
-        vector = 2 * np.shape(registers)[-1]
-        self._global(site, ST_GLOBAL[vector], operand, rows, cols, 0, vector)
+    def _store_global(self, site, spelling, operand, offsets, registers):
+        self._count_global(site, spelling, offsets)
 
-    def _shared(self, site: str, spelling: str, addresses: np.ndarray, width: int,
-                sources: np.ndarray | None = None) -> None:
-        self.check_shared(site, spelling, addresses, width)
+    def _count_shared(self, site: str, spelling: str, addresses: np.ndarray,
+                      sources: np.ndarray | None = None) -> None:
         lanes = addresses.reshape(-1, 32)
         shifted = lanes - lanes.min(axis=1, keepdims=True) // BANK_PERIOD * BANK_PERIOD
         if sources is not None:  # cp.async.cg: the global lines matter too (access())
@@ -260,23 +267,20 @@ class Tracer(Machine):
             s.ideal += a.ideal * int(count) * self.times
         s.executions += lanes.shape[0] * self.times
 
-    def store_shared(self, site, addresses, registers):
-        self._shared(site, ST_SHARED, np.asarray(addresses, np.int64), 16)
+    def _store_shared(self, site, addresses, registers):
+        self._count_shared(site, ST_SHARED, addresses)
 
-    def copy_async(self, site, operand, rows, cols, k_tile, addresses):
-        self._global(site, CP_ASYNC, operand, rows, cols, k_tile, 8)
-        sources = self.global_elements(site, operand, rows, cols, k_tile, 8) * ELEMENT_BYTES
-        self._shared(site, CP_ASYNC, np.asarray(addresses, np.int64), 16, sources)
+    def _copy_async(self, site, operand, offsets, addresses):
+        self._count_global(site, CP_ASYNC, offsets)
+        self._count_shared(site, CP_ASYNC, addresses, offsets * ELEMENT_BYTES)
 
-    def ldmatrix(self, site, shape, addresses):
-        spelling = LDMATRIX.format(shape)
-        addresses = np.asarray(addresses, np.int64)
-        rows = parse_instruction(spelling).matrices * 8
-        used = np.where(np.arange(32) < rows, addresses, addresses[..., :1])  # others ignored
-        self._shared(site, spelling, used, 16)
-        return np.zeros((1,) + addresses.shape + (rows // 8,), np.uint32)
+    def _ldmatrix(self, site, spelling, addresses, rows):
+        n = rows.shape[-1]  # lanes that supply rows; the others' addresses are ignored
+        used = np.where(np.arange(32) < n, addresses, addresses[..., :1])
+        self._count_shared(site, spelling, used)
+        return np.zeros((1,) + addresses.shape + (n // 8,), np.uint32)
 
-    def mma(self, site, a, b, c):
+    def _mma(self, site, a, b, c):
         batch = np.broadcast_shapes(*(np.shape(x)[:-2] for x in (a, b, c)))
         s = self._site(site, "mma.sync.aligned." + self.params.qualifier)
         count = int(np.prod(batch[1:], dtype=np.int64)) * self.times
@@ -286,21 +290,21 @@ class Tracer(Machine):
 
 
 def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = False,
-          **params) -> Trace:
+          checks: str = "raise", **params) -> Trace:
     """Count what ``kernel`` costs on an (M, N, K) problem, per instruction site.
 
     ``params`` override the kernel's tile parameters (block_m, ..., accumulate).
     ``exhaustive=True`` visits every block and every K iteration instead of one block and
-    three representative iterations: the same counts, at a cost that grows with the problem
-    (it exists to check the shortcut)."""
+    three representative iterations: the same counts, at a cost that grows with the problem;
+    it also runs the race and initialization checks (docs/checks.md), which ``checks``
+    ("raise", "warn", "collect" into ``Trace.problems``, "off") governs."""
     kernel = kernel_named(kernel) if isinstance(kernel, str) else kernel
     p = kernel.params(**params)
-    tracer = Tracer(kernel.name, p, M, N, K, exhaustive)
-    if exhaustive:
-        for row in range(tracer.grid[0]):
-            for col in range(tracer.grid[1]):
-                tracer.block_rows, tracer.block_cols = np.array([row]), np.array([col])
-                kernel.issue(tracer)
-    else:
+    tracer = Tracer(kernel.name, p, M, N, K, exhaustive, checks)
+    blocks = [(r, c) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])] \
+        if exhaustive else [(0, 0)]
+    for row, col in blocks:
+        tracer.begin_blocks(np.array([row]), np.array([col]))
         kernel.issue(tracer)
-    return Trace(kernel.name, (M, N, K), p.as_dict(), tracer.sites)
+        tracer.end_blocks()
+    return Trace(kernel.name, (M, N, K), p.as_dict(), tracer.sites, tracer.report.problems)

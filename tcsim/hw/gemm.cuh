@@ -20,6 +20,25 @@ typedef unsigned long long uint64_t;
 #ifndef STAGES
 #define STAGES 1
 #endif
+// Planted bugs (tcsim/kernels/planted.py): each 1 turns one correct line into a bug.
+#ifndef PLANT_MISSING_BARRIER
+#define PLANT_MISSING_BARRIER 0
+#endif
+#ifndef PLANT_READ_UNSWIZZLED
+#define PLANT_READ_UNSWIZZLED 0
+#endif
+#ifndef PLANT_TILE_OFFSET
+#define PLANT_TILE_OFFSET 0
+#endif
+#ifndef PLANT_UNALIGNED_LDMATRIX
+#define PLANT_UNALIGNED_LDMATRIX 0
+#endif
+#ifndef PLANT_UNINITIALIZED_TAIL
+#define PLANT_UNINITIALIZED_TAIL 0
+#endif
+#ifndef PLANT_EARLY_WAIT
+#define PLANT_EARLY_WAIT 0
+#endif
 #define WARPS_M (BM / WM)
 #define WARPS_N (BN / WN)
 #define THREADS (32 * WARPS_M * WARPS_N)
@@ -44,6 +63,14 @@ __device__ __forceinline__ uint32_t a_offset(uint32_t row, uint32_t col) {
 }
 __device__ __forceinline__ uint32_t b_offset(uint32_t row, uint32_t col) {
   return swizzle(row * BN + col, B_SWZ_BITS, B_SWZ_BASE, B_SWZ_SHIFT);
+}
+
+// Where load_*_fragments read: the tiles' layouts, or (planted bug) row-major.
+__device__ __forceinline__ uint32_t a_read_offset(uint32_t row, uint32_t col) {
+  return PLANT_READ_UNSWIZZLED ? row * BK + col : a_offset(row, col);
+}
+__device__ __forceinline__ uint32_t b_read_offset(uint32_t row, uint32_t col) {
+  return PLANT_READ_UNSWIZZLED ? row * BN + col : b_offset(row, col);
 }
 
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
@@ -142,7 +169,7 @@ __device__ __forceinline__ void load_tile(const uint16_t* tile, int ld, uint32_t
 template <int OPERAND, int ROWS, int COLS, int PER>
 __device__ __forceinline__ void store_tile(uint32_t base, const uint32_t (&r)[PER][4]) {
 #pragma unroll
-  for (int i = 0; i < PER; i++) {
+  for (int i = 0; i < PER - (OPERAND == 1 ? PLANT_UNINITIALIZED_TAIL : 0); i++) {
     const int v = i * THREADS + threadIdx.x;
     const int row = v / (COLS / 8), col = v % (COLS / 8) * 8;
     st_shared_v4(base + 2 * (OPERAND == 0 ? a_offset(row, col) : b_offset(row, col)), r[i]);
@@ -160,7 +187,7 @@ __device__ __forceinline__ void load_a_fragments(uint32_t base, int warp_row, in
     for (int t = 0; t < TILES_K / (MATS / 2); t++) {
       const int row = warp_row * WM + m * 16 + lane % 16;
       const int col = warp_k * WK + t * 8 * (MATS / 2) + (MATS == 4 ? lane / 16 * 8 : 0);
-      const uint32_t addr = base + 2 * a_offset(row, col);
+      const uint32_t addr = base + 2 * a_read_offset(row, col);
       if (MATS == 2) {
         ldmatrix_x2(a[m][t][0], a[m][t][1], addr);
       } else {
@@ -182,7 +209,7 @@ __device__ __forceinline__ void load_b_fragments(uint32_t base, int warp_col, in
     for (int g = 0; g < TILES_N / MATS; g++) {
       const int row = warp_k * WK + t * 8 + lane % 8;
       const int col = warp_col * WN + g * 8 * MATS + lane / 8 % MATS * 8;
-      const uint32_t addr = base + 2 * b_offset(row, col);
+      const uint32_t addr = base + 2 * b_read_offset(row, col);
       if (MATS == 1) {
         ldmatrix_x1_trans(b[t][g], addr);
       } else {
@@ -302,7 +329,7 @@ extern __shared__ __align__(128) unsigned char gemm_shared[];
 __device__ __forceinline__ void gemm_tiled(GEMM_PARAMS) {
   const uint32_t a_base = shared_address(gemm_shared), b_base = a_base + BM * BK * 2;
   const int warp = threadIdx.x / 32, warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;
-  const uint16_t* A_block = A + (uint64_t)blockIdx.y * BM * K;
+  const uint16_t* A_block = A + (uint64_t)(blockIdx.y + PLANT_TILE_OFFSET) * BM * K;
   const uint16_t* B_block = B + (uint64_t)blockIdx.x * BN;
   uint32_t acc[TILES_M][TILES_N][ACC_REGS] = {};
   for (int k = 0; k < K / BK; k++) {
@@ -312,8 +339,11 @@ __device__ __forceinline__ void gemm_tiled(GEMM_PARAMS) {
     load_tile<BK, BN>(B_block + (uint64_t)k * BK * N, N, rb);
     store_tile<1, BK, BN>(b_base, rb);
     __syncthreads();
-    compute_block_tile<2, 1, false>(acc, a_base, b_base, warp_row, warp_col);
+    compute_block_tile<2, 1, false>(acc, a_base + 8 * PLANT_UNALIGNED_LDMATRIX, b_base, warp_row,
+                                    warp_col);
+#if !PLANT_MISSING_BARRIER
     __syncthreads();
+#endif
   }
   epilogue(acc, C, D, alpha, beta, N, blockIdx.y * BM + warp_row * WM,
            blockIdx.x * BN + warp_col * WN);
@@ -467,7 +497,7 @@ __device__ __forceinline__ void gemm_pipelined(GEMM_PARAMS) {
     cp_async_commit_group();
   }
   for (int k = 0; k < n - STAGES + 1; k++) {  // steady state
-    cp_async_wait_group<STAGES - 2>();
+    cp_async_wait_group<STAGES - 2 + PLANT_EARLY_WAIT>();
     __syncthreads();
     copy_stage_async(A_block, B_block, K, N, k + STAGES - 1, smem);
     cp_async_commit_group();
@@ -477,7 +507,7 @@ __device__ __forceinline__ void gemm_pipelined(GEMM_PARAMS) {
 #pragma unroll
   for (int t = 0; t < STAGES - 1; t++) {  // drain
     const int k = n - STAGES + 1 + t;
-    cp_async_wait_group<STAGES - 2>();
+    cp_async_wait_group<STAGES - 2 + PLANT_EARLY_WAIT>();
     __syncthreads();
     cp_async_commit_group();
     const uint32_t base = smem + (k % STAGES) * STAGE_BYTES;

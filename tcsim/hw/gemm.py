@@ -25,7 +25,7 @@ def launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
     A, B, C = check_operands(kernel, p, A, B, C)
     (M, K), N = A.shape, B.shape[1]
     D = np.zeros((M, N), np.float16)
-    return Launch(kernel.source, kernel.name, p.grid(M, N), (p.threads,),
+    return Launch(kernel.source, kernel.entry, p.grid(M, N), (p.threads,),
                   [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
                   kernel.defines(p), p.shared_bytes)
 

@@ -18,10 +18,14 @@ KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5, kern
 
 
 def kernel_named(name: str) -> Kernel:
-    try:
-        return KERNELS[name]
-    except KeyError:
-        raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)}") from None
+    """A kernel of the ladder, or a planted-bug variant (tcsim.kernels.planted), by name."""
+    from .planted import PLANTED
+
+    kernel = KERNELS.get(name) or PLANTED.get(name)
+    if kernel is None:
+        raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)} "
+                         f"and the planted bugs {', '.join(PLANTED)}")
+    return kernel
 
 
 __all__ = ["GemmParams", "KERNELS", "Kernel", "ProblemSizeError", "kernel1", "kernel2",

@@ -14,7 +14,7 @@ from ..isa.fragments import ldmatrix_fragment
 from ..isa.mma import mma_regs
 from ..memory.access import parse_instruction
 from .kernel import Kernel
-from .machine import LDMATRIX, ST_SHARED, Machine
+from .machine import Machine
 from .params import GemmParams
 
 MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size the groups
@@ -22,20 +22,18 @@ MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size t
 
 class Executor(Machine):
     def __init__(self, kernel: str, params: GemmParams, A: np.ndarray, B: np.ndarray,
-                 C: np.ndarray, D: np.ndarray, alpha: np.float32, beta: np.float32) -> None:
+                 C: np.ndarray, D: np.ndarray, alpha: np.float32, beta: np.float32,
+                 checks: str = "raise") -> None:
         M, K = A.shape
         N = B.shape[1]
-        super().__init__(kernel, params, M, N, K)
+        super().__init__(kernel, params, M, N, K, checks)
         self.alpha, self.beta = np.float32(alpha), np.float32(beta)
         self.memory = {"A": A.reshape(-1), "B": B.reshape(-1), "C": C.reshape(-1),
                        "D": D.reshape(-1)}
-        self.shared = np.zeros((1, params.shared_bytes // 4), np.uint32)
 
-    def run_blocks(self, kernel, rows: np.ndarray, cols: np.ndarray) -> None:
-        """Run ``kernel`` on the blocks at tile indices (rows[i], cols[i])."""
-        self.block_rows, self.block_cols = rows, cols
+    def begin_blocks(self, rows, cols) -> None:
+        super().begin_blocks(rows, cols)
         self.shared = np.zeros((rows.size, self.params.shared_bytes // 4), np.uint32)
-        kernel.issue(self)
 
     def k_tiles(self, start=0, stop=None):
         return iter(range(start, self.k_tile_count if stop is None else stop))
@@ -43,54 +41,52 @@ class Executor(Machine):
     def _block_index(self, ndim: int) -> np.ndarray:
         return np.arange(self.block_rows.size).reshape((-1,) + (1,) * ndim)
 
-    def load_global(self, site, operand, rows, cols, k_tile=0, vector=8):
-        offsets = self.global_elements(site, operand, rows, cols, k_tile, vector)
+    def _load_global(self, site, spelling, operand, offsets, vector):
         values = self.memory[operand][offsets[..., None] + np.arange(vector)]
         return np.ascontiguousarray(values).view(np.uint32)
 
-    def store_global(self, site, operand, rows, cols, registers):
-        registers = np.asarray(registers, np.uint32)
-        vector = 2 * registers.shape[-1]
-        offsets = self.global_elements(site, operand, rows, cols, 0, vector)
-        values = np.ascontiguousarray(registers).view(np.uint16)
-        self.memory[operand][offsets[..., None] + np.arange(vector)] = values
+    def _store_global(self, site, spelling, operand, offsets, registers):
+        values = np.ascontiguousarray(registers, np.uint32).view(np.uint16)
+        self.memory[operand][offsets[..., None] + np.arange(values.shape[-1])] = values
 
-    def store_shared(self, site, addresses, registers):
-        addresses = np.asarray(addresses, np.int64)
-        self.check_shared(site, ST_SHARED, addresses, 16)
+    def _store_shared(self, site, addresses, registers):
         words = addresses[..., None] // 4 + np.arange(4)
         self.shared[self._block_index(words.ndim), words] = registers
 
-    def copy_async(self, site, operand, rows, cols, k_tile, addresses):
-        self.store_shared(site, addresses, self.load_global(site, operand, rows, cols, k_tile))
+    def _copy_async(self, site, operand, offsets, addresses):
+        self._store_shared(site, addresses, self._load_global(site, "", operand, offsets, 8))
 
-    def ldmatrix(self, site, shape, addresses):
-        spelling = LDMATRIX.format(shape)
+    def _ldmatrix(self, site, spelling, addresses, rows):
         inst = parse_instruction(spelling)
-        rows = np.asarray(addresses, np.int64)[..., : 8 * inst.matrices]  # lanes with rows
-        self.check_shared(site, spelling, rows, 16)
         words = rows[..., None] // 4 + np.arange(4)
         data = self.shared[self._block_index(words.ndim), words]  # (blocks, ..., 8N, 4)
         frag = ldmatrix_fragment(inst.matrices, inst.transpose)
         return frag.to_registers(frag.gather_bits(data.view(np.uint16)))
 
-    def mma(self, site, a, b, c):
+    def _mma(self, site, a, b, c):
         return mma_regs(self.params.qualifier, a, b, c)
 
 
 def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
-        alpha: float = 1.0, beta: float = 0.0, **params) -> np.ndarray:
+        alpha: float = 1.0, beta: float = 0.0, *, checks: str = "raise",
+        **params) -> np.ndarray:
     """``D = alpha * A @ B + beta * C`` computed by ``kernel``'s schedule, bit for bit.
 
     A (M, K), B (K, N) and C (M, N) are row-major float16 (C None reads as zeros); alpha and
     beta are rounded to float32 as the CUDA twin receives them. ``params`` override the
     kernel's tile parameters. Returns D (M, N) float16.
+
+    ``checks`` ("raise", "warn" or "off"): what a race or an uninitialized shared read does
+    (`tcsim.SimulationError` subclasses; docs/checks.md). A bad address always raises.
     """
     from . import kernel_named
 
     kernel = kernel_named(kernel) if isinstance(kernel, str) else kernel
     p = kernel.params(**params)
-    return execute(kernel, p, *check_operands(kernel, p, A, B, C), alpha, beta)
+    if checks == "collect":
+        raise ValueError("tcsim.run returns D: use checks='warn', or tcsim.trace(..., "
+                         "checks='collect') to gather the problems")
+    return execute(kernel, p, *check_operands(kernel, p, A, B, C), alpha, beta, checks)
 
 
 def check_operands(kernel: Kernel, p: GemmParams, A, B, C) -> tuple[np.ndarray, ...]:
@@ -116,16 +112,19 @@ def _matrix(name: str, x) -> np.ndarray:
     return x
 
 
-def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float) -> np.ndarray:
+def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
+            checks: str = "raise") -> np.ndarray:
     """Run ``kernel``'s schedule on every block; D as float16 (M, N)."""
     A, B, C = (np.ascontiguousarray(x).view(np.uint16) for x in (A, B, C))
     D = np.zeros(C.shape, np.uint16)
-    ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta))
+    ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta), checks)
     grid_n, grid_m = params.grid(ex.M, ex.N)
     rows, cols = (x.ravel() for x in np.divmod(np.arange(grid_m * grid_n), grid_n))
     acc_bytes = params.warps * params.warp_m * params.warp_n * (2 if params.accumulate == "f16"
                                                                 else 4)
     group = max(1, MAX_REGISTER_BYTES // (8 * acc_bytes))  # temporaries are several times acc
     for start in range(0, rows.size, group):
-        ex.run_blocks(kernel, rows[start:start + group], cols[start:start + group])
+        ex.begin_blocks(rows[start:start + group], cols[start:start + group])
+        kernel.issue(ex)
+        ex.end_blocks()
     return D.view(np.float16)

@@ -26,10 +26,17 @@ class Kernel:
     tiles: Callable[[GemmParams], tuple[SharedTile, SharedTile]]
     defaults: GemmParams
     requires: Callable[[GemmParams], None] = lambda p: one_stage_m16n8k8(p)
+    twin: str = ""  # the CUDA kernel this one compiles from, when not its own name
+    plants: tuple[str, ...] = ()  # planted bugs: PLANT_<name> macros of the twin
+
+    @property
+    def entry(self) -> str:
+        """The twin's ``extern "C"`` kernel name."""
+        return self.twin or self.name
 
     @property
     def source(self) -> str:
-        return f"{self.name}.cu"
+        return f"{self.entry}.cu"
 
     def params(self, params: GemmParams | None = None, **overrides) -> GemmParams:
         """The defaults with ``overrides`` applied (or ``params``), checked for this kernel."""
@@ -48,6 +55,7 @@ class Kernel:
         out = {"BM": p.block_m, "BN": p.block_n, "BK": p.block_k, "WM": p.warp_m,
                "WN": p.warp_n, "WK": p.warp_k, "ACC_F32": int(p.accumulate == "f32"),
                "MMA_K": p.mma_k, "STAGES": p.stages}
+        out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         for tile in (a, b):
             s = tile.swizzle
             out.update({f"{tile.operand}_SWZ_BITS": s.bits, f"{tile.operand}_SWZ_BASE": s.base,
