@@ -13,6 +13,15 @@ from .isa.profiles import PROFILES, AdderRule, ArchProfile, profile
 from .isa.qualifier import MmaSpec, QualifierError, parse, supported_qualifiers
 from .isa.warp import Warp
 from .kernels import GemmParams, kernel1, kernel2, kernel3, kernel4, kernel5, kernel6
+from .kernels.checks import (
+    AsyncCopyRaceError,
+    DivergentWarpError,
+    GlobalMemoryError,
+    SharedAddressError,
+    SharedRaceError,
+    SimulationError,
+    UninitializedReadError,
+)
 from .kernels.executor import run
 from .trace import Trace, trace
 
@@ -28,5 +37,7 @@ __all__ = [
     "BF16", "F16", "F32", "TF32", "FloatFormat", "FragmentMap", "MmaSpec", "QualifierError",
     "AdderRule", "ArchProfile", "PROFILES", "fragment", "mma", "mma_regs", "parse", "profile",
     "supported_qualifiers", "Warp", "GemmParams", "kernel1", "kernel2", "kernel3", "kernel4",
-    "kernel5", "kernel6", "run", "trace", "Trace",
+    "kernel5", "kernel6", "run", "trace", "Trace", "SimulationError", "SharedRaceError",
+    "AsyncCopyRaceError", "UninitializedReadError", "SharedAddressError", "GlobalMemoryError",
+    "DivergentWarpError",
 ]

@@ -59,3 +59,11 @@ def test_kernels_doc_python_example_runs(capsys):
     exec(compile(blocks[0], "kernels.md", "exec"), namespace)
     assert namespace["D"].shape == (256, 256)
     assert "A_smem_ldmatrix" in capsys.readouterr().out
+
+
+def test_checks_doc_example_prints_what_it_shows(capsys):
+    text = (DOCS / "checks.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    shown = re.search(r"prints\n\n```text\n(.*?)\n```", text, re.S).group(1)
+    exec(compile(code, "checks.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == shown

@@ -1,0 +1,124 @@
+"""The simulator's checks: each planted bug is caught with a message that names the kernel,
+site, block, warp, lane and address; correct kernels raise nothing; the modes work."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tcsim
+from tcsim.kernels import KERNELS, GemmParams
+from tcsim.kernels.blocks import shared_tiles
+from tcsim.kernels.checks import Access
+from tcsim.kernels.kernel import Kernel
+from tcsim.kernels.planted import PLANTED
+
+SHAPE = (256, 256, 256)
+
+
+def _inputs(rng, M=256, N=256, K=256):
+    return (rng.uniform(-1, 1, (M, K)).astype(np.float16),
+            rng.uniform(-1, 1, (K, N)).astype(np.float16),
+            rng.uniform(-1, 1, (M, N)).astype(np.float16))
+
+
+EXPECTED = {
+    "kernel2-missing-barrier": (tcsim.SharedRaceError,
+                                r"shared-memory race in block \(0, 0\): warp \d+ lane \d+ "
+                                r"\(st\.shared\.v4\.b32 at site 'A_smem_store'\) wrote bytes "
+                                r"0x[0-9a-f]+\.\.0x[0-9a-f]+ and warp \d+ lane \d+ \(ldmatrix"),
+    "kernel2-tile-offset": (tcsim.GlobalMemoryError,
+                            r"site 'A_gmem_load': block \(0, 0\) warp 0 lane 0: A elements "
+                            r"\[256, 0:8\] are outside the 256x256 matrix"),
+    "kernel2-unaligned-ldmatrix": (tcsim.SharedAddressError,
+                                   r"site 'A_smem_ldmatrix' .*warp 0 lane 0: address 0x8 is "
+                                   r"not aligned to 16 bytes"),
+    "kernel2-uninitialized-tail": (tcsim.UninitializedReadError,
+                                   r"block \(0, 0\) warp \d+ lane \d+ reads shared bytes "
+                                   r"0x[0-9a-f]+\.\.0x[0-9a-f]+ at site 'B_smem_ldmatrix'.*"
+                                   r"nothing wrote"),
+    "kernel6-early-wait": (tcsim.AsyncCopyRaceError,
+                           r"site 'A_smem_ldmatrix' while a cp\.async into them is in flight"),
+}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_each_planted_bug_is_caught_and_named(name, rng):
+    error, message = EXPECTED[name]
+    with pytest.raises(error, match=message) as caught:
+        tcsim.run(PLANTED[name], *_inputs(rng))
+    assert isinstance(caught.value, tcsim.SimulationError)
+    assert caught.value.where["site"] and "address" in caught.value.where
+    assert str(caught.value).startswith(name)
+
+
+def test_the_race_names_both_accesses(rng):
+    with pytest.raises(tcsim.SharedRaceError) as caught:
+        tcsim.run(PLANTED["kernel2-missing-barrier"], *_inputs(rng))
+    other = caught.value.where["other"]
+    assert isinstance(other, Access) and other.site == "A_smem_ldmatrix"
+    assert other.warp != caught.value.where["warp"]
+
+
+def test_a_wrong_swizzle_pairing_gives_wrong_bits_but_no_fault(rng):
+    A, B, C = _inputs(rng)
+    D = tcsim.run(PLANTED["kernel2-read-unswizzled"], A, B, C)
+    assert (D.view(np.uint16) != tcsim.run("kernel2", A, B, C).view(np.uint16)).mean() > 0.9
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_correct_kernels_raise_nothing_with_every_check_on(name, rng):
+    t = tcsim.trace(name, 256, 256, 256, exhaustive=True, checks="collect")
+    assert t.problems == []
+    tcsim.run(name, *_inputs(rng, 256, 256, 128), checks="raise")
+
+
+def test_warn_mode_finishes_and_collect_mode_gathers(rng):
+    kernel = PLANTED["kernel2-uninitialized-tail"]
+    with pytest.warns(RuntimeWarning, match="nothing wrote"):
+        D = tcsim.run(kernel, *_inputs(rng), checks="warn")
+    assert D.shape == (256, 256)
+    t = tcsim.trace(kernel, *SHAPE, exhaustive=True, checks="collect")
+    assert t.problems and all(isinstance(p, tcsim.UninitializedReadError) for p in t.problems)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tcsim.run(kernel, *_inputs(rng), checks="off")  # nothing raised, nothing warned
+    with pytest.raises(ValueError, match="checks must be one of"):
+        tcsim.run(kernel, *_inputs(rng), checks="loud")
+
+
+def test_a_symbolic_trace_still_checks_addresses():
+    with pytest.raises(tcsim.SharedAddressError):
+        tcsim.trace(PLANTED["kernel2-unaligned-ldmatrix"], *SHAPE)
+    tcsim.trace(PLANTED["kernel2-missing-barrier"], *SHAPE)  # races need exhaustive=True
+
+
+def test_a_sync_aligned_instruction_in_a_divergent_branch(rng):
+    def program(m, p, A_smem, B_smem):
+        with m.lanes(np.arange(32) < 16):
+            m.ldmatrix("A_smem_ldmatrix", "x1", np.zeros((p.warps, 32), np.int64))
+
+    kernel = Kernel("divergent", "ldmatrix under if (lane < 16)", program,
+                    lambda p: shared_tiles(p, False),
+                    GemmParams(block_m=64, block_n=64, block_k=32, warp_m=32, warp_n=32,
+                               warp_k=16))
+    with pytest.raises(tcsim.DivergentWarpError, match=r"with 16 active lanes \(lane 16"):
+        tcsim.trace(kernel, 64, 64, 32)
+
+
+def test_a_write_over_an_in_flight_copy(rng):
+    def program(m, p, A_smem, B_smem):
+        rows, cols = np.zeros((p.warps, 32), np.int64), np.arange(32) * 8 % p.block_k
+        addresses = A_smem.address(np.broadcast_to(np.arange(32) // 4, (p.warps, 32)) +
+                                   8 * np.arange(p.warps)[:, None], cols)
+        m.copy_async("A_cp_async", "A", rows, cols, 0, addresses)
+        m.commit_group()
+        m.store_shared("A_smem_store", addresses, m.zeros(p.warps, 32, 4))
+
+    kernel = Kernel("overwrite", "st.shared over a pending cp.async", program,
+                    lambda p: shared_tiles(p, False),
+                    GemmParams(block_m=64, block_n=64, block_k=32, warp_m=32, warp_n=32,
+                               warp_k=16))
+    A, B, C = _inputs(rng, 64, 64, 32)
+    with pytest.raises(tcsim.AsyncCopyRaceError, match="while an earlier cp.async"):
+        tcsim.run(kernel, A, B, C)
