@@ -65,8 +65,6 @@ def mma_ceilings(runs: int) -> dict[str, float]:
 
 
 def main() -> None:
-    import cupy
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--kernels", nargs="*", default=list(tcsim.kernels.KERNELS))
@@ -74,6 +72,7 @@ def main() -> None:
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
     p.add_argument("--json", default=None)
     args = p.parse_args()
+    import cupy
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
         else SHAPES
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",

@@ -43,13 +43,12 @@ PIPELINED = [
 
 
 def main() -> None:
-    import cupy
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kernel", default="kernel4")
     p.add_argument("--size", type=int, default=8192)
     p.add_argument("--runs", type=int, default=10)
     args = p.parse_args()
+    import cupy
     kernel = tcsim.kernels.KERNELS[args.kernel]
     n = args.size
     rng = np.random.default_rng(0)

@@ -6,6 +6,7 @@
     tcsim trace KERNEL M N K [--json] [--block_m 128 ...]   per-site counters of a kernel
     tcsim compare KERNEL KERNEL M N K          two kernels' counters side by side
     tcsim verify [--count N]                   quick simulator-against-GPU check
+    tcsim docs [DIR]                           regenerate the fragment-layout docs and diagrams
 """
 
 from __future__ import annotations
@@ -110,6 +111,14 @@ def _add_kernel_options(parser: argparse.ArgumentParser) -> None:
                                 help=f"(default: the kernel's, e.g. {f.default})")
 
 
+def _docs(args) -> int:
+    from .fragment_docs import write
+
+    paths = write(args.directory)
+    print(f"wrote {paths[0]} and {len(paths) - 1} diagrams under {paths[0].parent / 'figures'}")
+    return 0
+
+
 def _verify(args) -> int:
     from . import hw
 
@@ -167,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("kernels", nargs=2, choices=kernels, metavar="KERNEL")
     _add_kernel_options(c)
     c.set_defaults(run=_compare)
+    doc = sub.add_parser("docs", help="regenerate docs/fragments.md and its diagrams",
+                         description="Example: tcsim docs docs (writes docs/fragments.md and "
+                                     "docs/figures/*.svg from the fragment tables)")
+    doc.add_argument("directory", nargs="?", default="docs")
+    doc.set_defaults(run=_docs)
     v = sub.add_parser("verify", help="compare the simulator with the GPU",
                        description="Example: tcsim verify --count 1000 (needs CuPy and a GPU)")
     v.add_argument("--count", type=int, default=2000, help="instructions per distribution")

@@ -67,3 +67,115 @@ def test_checks_doc_example_prints_what_it_shows(capsys):
     shown = re.search(r"prints\n\n```text\n(.*?)\n```", text, re.S).group(1)
     exec(compile(code, "checks.md", "exec"), {})
     assert capsys.readouterr().out.strip() == shown
+
+
+# ---- generated fragment docs ---------------------------------------------------------------
+
+
+def test_fragment_docs_are_what_the_tables_draw_today():
+    from tcsim.fragment_docs import render
+
+    page, figures = render()
+    assert (DOCS / "fragments.md").read_text() == page, "run `tcsim docs` to regenerate"
+    committed = {p.name for p in (DOCS / "figures").glob("*.svg")}
+    assert committed == set(figures), "stale or missing diagrams: run `tcsim docs`"
+    for name, svg in figures.items():
+        assert (DOCS / "figures" / name).read_text() == svg, name
+
+
+def test_a_diagram_labels_every_cell_as_the_map_says(rng):
+    import xml.dom.minidom
+
+    import tcsim
+    from tcsim.isa.drawing import CELL_H, CELL_W, MARGIN, fragment_svg
+
+    frag = tcsim.fragment("m16n8k16.row.col.f32.bf16.bf16.f32", "b")
+    dom = xml.dom.minidom.parseString(fragment_svg(frag))
+    assert len(dom.getElementsByTagName("rect")) == frag.rows * frag.cols
+    texts = {(int(t.getAttribute("x")), int(t.getAttribute("y"))): t.firstChild.data
+             for t in dom.getElementsByTagName("text")}
+    for _ in range(20):
+        r, c = int(rng.integers(frag.rows)), int(rng.integers(frag.cols))
+        x, y = MARGIN + c * CELL_W + CELL_W // 2, MARGIN + r * CELL_H
+        lane, reg, half = frag.locate(r, c)
+        assert texts[(x, y + 12)] == f"T{lane}"
+        assert texts[(x, y + 24)] == f"r{reg}.{('lo', 'hi')[half]}"
+
+
+# ---- every command and code block --------------------------------------------------------------
+
+PAGES = sorted(DOCS.glob("*.md")) + [DOCS.parent / "README.md"]
+
+
+def test_every_python_block_in_the_docs_runs(capsys, monkeypatch):
+    monkeypatch.chdir(DOCS.parent)
+    count = 0
+    for page in PAGES:
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S):
+            exec(compile(block, page.name, "exec"), {})
+            count += 1
+    assert count >= 7
+
+
+def test_every_tcsim_command_in_the_docs_runs(tmp_path, capsys):
+    from tcsim.cli import main
+
+    commands = set()
+    for page in PAGES:
+        text = page.read_text()
+        commands |= {" ".join(c.split()) for c in re.findall(r"`(tcsim [^`]+)`", text)}
+        for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+            commands |= {line.split("#")[0].split("&&")[-1].strip()
+                         for line in block.splitlines() if "tcsim " in line.split("#")[0]}
+    commands = {c for c in commands if c.startswith("tcsim ")}
+    assert {"tcsim demo", "tcsim trace kernel2 4096 4096 4096"} <= commands
+    for command in sorted(commands):
+        argv = command.split()[1:]
+        if argv[0] == "docs":
+            argv = ["docs", str(tmp_path)]
+        try:
+            code = main(argv)
+        except SystemExit as done:  # --help
+            code = done.code
+        assert code == (2 if argv[0] == "verify" else 0), command
+
+
+def test_every_script_the_docs_name_exists_and_answers_help():
+    import subprocess
+    import sys
+
+    scripts = set()
+    for page in PAGES:
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.S):
+            scripts |= set(re.findall(r"\b((?:scripts|benchmarks)/\w+\.(?:py|sh))", block))
+    assert len(scripts) >= 6
+    for script in sorted(scripts):
+        path = DOCS.parent / script
+        assert path.exists(), script
+        if script.endswith(".py"):
+            run = subprocess.run([sys.executable, str(path), "--help"], capture_output=True,
+                                 text=True, cwd=DOCS.parent)
+            assert run.returncode == 0 and "usage" in run.stdout, (script, run.stderr[-500:])
+
+
+def test_the_index_links_every_page():
+    index = (DOCS / "index.md").read_text()
+    for page in DOCS.glob("*.md"):
+        if page.name != "index.md":
+            assert f"]({page.name})" in index, page.name
+
+
+# ---- notebook views ------------------------------------------------------------------------------
+
+
+def test_notebook_views():
+    import tcsim
+    from tcsim.isa.drawing import lane_color
+
+    html = tcsim.fragment("m16n8k8.row.col.f32.f16.f16.f32", "c")._repr_html_()
+    assert html.count("<td") == 16 * 8 and f"background:{lane_color(31)}" in html
+    conflicting = access("ld.shared.b32", [128 * lane for lane in range(32)])._repr_html_()
+    assert "#e34a33" in conflicting
+    assert "#e34a33" not in access("ld.shared.b32", [4 * x for x in range(32)])._repr_html_()
+    trace = tcsim.trace("kernel1", 256, 128, 64)._repr_html_()
+    assert "A_smem_ldmatrix" in trace and "background:#fcc" in trace

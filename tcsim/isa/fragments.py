@@ -183,6 +183,12 @@ class FragmentMap:
     def __str__(self) -> str:
         return self.table()
 
+    def _repr_html_(self) -> str:
+        """A coloured lane grid in notebooks (`tcsim.isa.drawing`)."""
+        from .drawing import fragment_html
+
+        return fragment_html(self)
+
     def __repr__(self) -> str:
         return f"<FragmentMap {self.name}: {self.rows}x{self.cols} {self.format.name}>"
 

@@ -142,6 +142,12 @@ class Access:
 
         return heatmap_text(self)
 
+    def _repr_html_(self) -> str:
+        """The bank heatmap as a table in notebooks."""
+        from .heatmap import heatmap_html
+
+        return heatmap_html(self)
+
 
 def _as_addresses(addresses) -> tuple[np.ndarray, np.ndarray]:
     """32 addresses (None or negative for a lane that supplies none) -> (int64, active)."""

@@ -2,7 +2,8 @@
 
 Each cell is the number of distinct 4-byte words a phase needs from a bank; a phase costs as
 many wavefronts as its fullest bank, so a row of 1s is conflict-free and a tall column is a
-conflict. `heatmap_text` draws it for a terminal; `heatmap_figure` draws it with matplotlib
+conflict. `heatmap_text` draws it for a terminal, `heatmap_html` for a notebook; `heatmap_figure`
+draws it with matplotlib
 (the optional ``docs`` extra).
 """
 
@@ -21,6 +22,21 @@ def heatmap_text(acc: Access) -> str:
         cells = "".join(f"{int(n):>3}" if n else "  ." for n in row)
         lines.append(f"{p:>5}  {cells}   {int(row.max())}")
     return "\n".join(lines)
+
+
+def heatmap_html(acc: Access) -> str:
+    """The grid as an HTML table, cells shaded by words (what a notebook shows for an Access):
+    white none, pale one, red more than one (a conflict)."""
+    head = "".join(f"<th>{b}</th>" for b in range(BANKS))
+    rows = []
+    for p, row in enumerate(acc.words):
+        cells = "".join(
+            f'<td style="text-align:center;background:'
+            f'{"#fff" if not n else "#fde0dd" if n == 1 else "#e34a33"}">{int(n) or ""}</td>'
+            for n in row)
+        rows.append(f"<tr><th>{p}</th>{cells}<td>{int(row.max())}</td></tr>")
+    return (f"<div><b>{acc}</b><table style='font-size:10px;border-collapse:collapse'>"
+            f"<tr><th>phase</th>{head}<th>wavefronts</th></tr>{''.join(rows)}</table></div>")
 
 
 def heatmap_figure(acc: Access, ax=None):
