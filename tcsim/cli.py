@@ -64,13 +64,23 @@ def _layout(args) -> int:
 
 def _mma(args) -> int:
     spec = parse(args.qualifier)
-    rng = np.random.default_rng(args.seed)
-    A, B, C = (spec.format(op).from_bits(x)
-               for op, x in zip("abc", samples.draw(spec, args.distribution, 1, rng)))
+    if args.inputs:  # given matrices
+        with np.load(args.inputs) as data:
+            missing = {"A", "B", "C"} - set(data.files)
+            if missing:
+                raise ValueError(f"{args.inputs} lacks array(s) {sorted(missing)}; it needs A, "
+                                 f"B and C as np.savez(path, A=..., B=..., C=...) writes them")
+            A, B, C = (data[name][None] for name in "ABC")
+        source = args.inputs
+    else:
+        rng = np.random.default_rng(args.seed)
+        A, B, C = (spec.format(op).from_bits(x)
+                   for op, x in zip("abc", samples.draw(spec, args.distribution, 1, rng)))
+        source = f"{args.distribution} inputs (seed {args.seed})"
     D = mma(spec.qualifier, A[0], B[0], C[0], arch=args.arch)
     fd = spec.format("d")
     r, c = args.element
-    print(f"{spec.ptx} on {args.distribution} inputs (seed {args.seed}), element D[{r},{c}]:")
+    print(f"{spec.ptx} on {source}, element D[{r},{c}]:")
     for k in range(spec.k):
         print(f"  A[{r},{k}] * B[{k},{c}] = {float(A[0, r, k])!r} * {float(B[0, k, c])!r}")
     print(f"  C[{r},{c}] = {float(C[0, r, c])!r}")
@@ -163,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--element", type=int, nargs=2, default=(0, 0), metavar=("ROW", "COL"))
     m.add_argument("--arch", default="sm_90")
+    m.add_argument("--inputs", metavar="FILE.npz",
+                   help="given matrices A, B, C (np.savez) instead of random ones")
     m.set_defaults(run=_mma)
     kernels = list(KERNELS)
     t = sub.add_parser("trace", help="per-site counters of a kernel of the ladder",
@@ -192,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, TypeError, IndexError) as exc:
+    except (ValueError, TypeError, IndexError, OSError) as exc:
         print(f"tcsim: error: {exc}", file=sys.stderr)
         return 2
 

@@ -59,3 +59,18 @@ def test_indivisible_size_is_one_line(capsys):
     assert main(["trace", "kernel1", "100", "128", "64"]) == 2
     err = capsys.readouterr().err.strip()
     assert "M=100 is not a multiple of block_m=256" in err and "\n" not in err
+
+
+def test_mma_on_given_inputs(tmp_path, capsys):
+    import numpy as np
+
+    path = tmp_path / "in.npz"
+    A = np.full((16, 8), 0.5, np.float16)
+    B = np.full((8, 8), 2.0, np.float16)
+    C = np.full((16, 8), 1.0, np.float32)
+    np.savez(path, A=A, B=B, C=C)
+    assert main(["mma", "m16n8k8.row.col.f32.f16.f16.f32", "--inputs", str(path)]) == 0
+    assert "D[0,0] = 9.0" in capsys.readouterr().out  # 8 * 0.5 * 2 + 1
+    np.savez(path, A=A, B=B)
+    assert main(["mma", "m16n8k8.row.col.f32.f16.f16.f32", "--inputs", str(path)]) == 2
+    assert "lacks array(s) ['C']" in capsys.readouterr().err
