@@ -39,6 +39,9 @@ typedef unsigned long long uint64_t;
 #ifndef PLANT_EARLY_WAIT
 #define PLANT_EARLY_WAIT 0
 #endif
+#ifndef MIN_BLOCKS  // blocks per SM the compiler must leave registers for (launch bounds)
+#define MIN_BLOCKS 1
+#endif
 #define WARPS_M (BM / WM)
 #define WARPS_N (BN / WN)
 #define THREADS (32 * WARPS_M * WARPS_N)

@@ -48,6 +48,6 @@
 #endif
 #include "gemm.cuh"
 
-extern "C" __global__ void __launch_bounds__(THREADS) kernel6(GEMM_PARAMS) {
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) kernel6(GEMM_PARAMS) {
   gemm_pipelined(A, B, C, D, alpha, beta, M, N, K);
 }
