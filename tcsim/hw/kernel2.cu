@@ -46,8 +46,11 @@
 #ifndef B_SWZ_SHIFT
 #define B_SWZ_SHIFT 4
 #endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
 #include "gemm.cuh"
 
-extern "C" __global__ void __launch_bounds__(THREADS) kernel2(GEMM_PARAMS) {
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) kernel2(GEMM_PARAMS) {
   gemm_tiled(A, B, C, D, alpha, beta, M, N, K);
 }

@@ -46,8 +46,11 @@
 #ifndef B_SWZ_SHIFT
 #define B_SWZ_SHIFT 4
 #endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 3
+#endif
 #include "gemm.cuh"
 
-extern "C" __global__ void __launch_bounds__(THREADS) kernel5(GEMM_PARAMS) {
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) kernel5(GEMM_PARAMS) {
   gemm_overlapped<4, 4, true>(A, B, C, D, alpha, beta, M, N, K);
 }

@@ -46,6 +46,9 @@
 #ifndef B_SWZ_SHIFT
 #define B_SWZ_SHIFT 4
 #endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
 #include "gemm.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) kernel6(GEMM_PARAMS) {

@@ -196,7 +196,7 @@ def test_each_twin_defaults_to_its_kernels_parameters(name):
     source = (HW / kernel.source).read_text()
     defaults = {k: int(v) for k, v in re.findall(r"#define (\w+) (-?\d+)", source)}
     assert defaults == kernel.defines(kernel.defaults)
-    assert f'void __launch_bounds__(THREADS) {name}(' in source
+    assert f'void __launch_bounds__(THREADS, MIN_BLOCKS) {name}(' in source
 
 
 def test_the_twins_spell_the_traced_tile_load():
