@@ -27,7 +27,9 @@ class Kernel:
     defaults: GemmParams
     requires: Callable[[GemmParams], None] = lambda p: one_stage_m16n8k8(p)
     twin: str = ""  # the CUDA kernel this one compiles from, when not its own name
-    blocks_per_sm: int = 1  # the twin's __launch_bounds__ minimum: registers for this many
+    # The twin's __launch_bounds__ minimum blocks per SM, by accumulator type: the compiler
+    # keeps registers to fit that many (too many spills, too few starves the tensor cores).
+    blocks_per_sm: tuple[tuple[str, int], ...] = (("f16", 1), ("f32", 1))
     plants: tuple[str, ...] = ()  # planted bugs: PLANT_<name> macros of the twin
 
     @property
@@ -55,7 +57,7 @@ class Kernel:
         a, b = self.tiles(p)
         out = {"BM": p.block_m, "BN": p.block_n, "BK": p.block_k, "WM": p.warp_m,
                "WN": p.warp_n, "WK": p.warp_k, "ACC_F32": int(p.accumulate == "f32"),
-               "MMA_K": p.mma_k, "STAGES": p.stages, "MIN_BLOCKS": self.blocks_per_sm}
+               "MMA_K": p.mma_k, "STAGES": p.stages, "MIN_BLOCKS": dict(self.blocks_per_sm)[p.accumulate]}
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         for tile in (a, b):
             s = tile.swizzle
