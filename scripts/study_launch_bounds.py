@@ -3,6 +3,7 @@
     python scripts/study_launch_bounds.py      # on a GPU machine; prints TFLOP/s per variant
 """
 
+import argparse
 import os
 import sys
 from functools import partial
@@ -19,9 +20,11 @@ VARIANTS = [{}, {"stages": 3}, {"block_n": 256, "stages": 3}, {"block_k": 64, "s
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=8192)
+    n = parser.parse_args().size
     import cupy
 
-    n = 8192
     rng = np.random.default_rng(0)
     sets = [[cupy.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float16)) for _ in range(3)]
             for _ in range(ROTATE)]
