@@ -145,11 +145,9 @@ class SharedChecker:
         blocks = self.written.shape[0]
         block, warp, chunk, lane = self._indices(addresses, blocks)
         code = self._code(site, instruction, lane)
-        here = Access(site, instruction, 0, 0)
         pending = self.pending[block, chunk] >= 0
         if pending.any():
             b, w, c, ln = self._first(pending, block, warp, chunk, lane)
-            here.warp, here.lane = w, ln
             self.report(AsyncCopyRaceError(
                 f"{self.report.kernel}: {self.who(b, w, ln)} reads shared bytes "
                 f"{c * CHUNK:#x}..{c * CHUNK + CHUNK - 1:#x} at site {site!r} while a "
