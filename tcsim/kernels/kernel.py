@@ -57,7 +57,8 @@ class Kernel:
         a, b = self.tiles(p)
         out = {"BM": p.block_m, "BN": p.block_n, "BK": p.block_k, "WM": p.warp_m,
                "WN": p.warp_n, "WK": p.warp_k, "ACC_F32": int(p.accumulate == "f32"),
-               "MMA_K": p.mma_k, "STAGES": p.stages, "MIN_BLOCKS": dict(self.blocks_per_sm)[p.accumulate]}
+               "MMA_K": p.mma_k, "STAGES": p.stages,
+               "MIN_BLOCKS": dict(self.blocks_per_sm)[p.accumulate]}
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         for tile in (a, b):
             s = tile.swizzle
