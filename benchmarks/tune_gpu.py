@@ -39,6 +39,8 @@ PIPELINED = [
     (128, 128, 64, 64, 64, 16, 3), (128, 128, 64, 64, 64, 32, 3), (128, 256, 64, 64, 64, 16, 3),
     (256, 128, 32, 128, 32, 16, 4), (128, 128, 32, 64, 32, 16, 4), (128, 64, 32, 64, 32, 16, 4),
     (64, 128, 32, 32, 64, 16, 4), (128, 128, 32, 32, 64, 16, 4),
+    (128, 256, 32, 64, 128, 16, 4), (256, 128, 32, 128, 64, 16, 4), (128, 256, 32, 64, 128, 16, 3),
+    (256, 128, 32, 128, 64, 16, 3), (256, 256, 32, 128, 128, 16, 3),
 ]
 
 
@@ -47,6 +49,7 @@ def main() -> None:
     p.add_argument("--kernel", default="kernel4")
     p.add_argument("--size", type=int, default=8192)
     p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--only", type=int, nargs="*", help="indices of the candidates to time")
     args = p.parse_args()
     import cupy
     kernel = tcsim.kernels.KERNELS[args.kernel]
@@ -56,7 +59,8 @@ def main() -> None:
             for _ in range(ROTATE)]
     D = cupy.empty((n, n), cupy.float16)
     results = []
-    for tiles in PIPELINED if kernel.defaults.stages > 1 else CANDIDATES:
+    candidates = PIPELINED if kernel.defaults.stages > 1 else CANDIDATES
+    for tiles in [candidates[i] for i in args.only] if args.only else candidates:
         names = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warp_k", "stages")
         for acc in ("f16", "f32"):
             try:
