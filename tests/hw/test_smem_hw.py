@@ -12,10 +12,11 @@ import pytest
 from smem_patterns import patterns
 
 from tcsim.hw import runtime
-from tcsim.hw.profile import Launch, profile
+from tcsim.hw.profile import SHARED_METRICS, Launch, profile
 from tcsim.hw.smem_probes import SMEM_BYTES, kernel_name
 from tcsim.memory import SharedMemory, access
 from tcsim.memory.access import parse_instruction
+from tcsim.trace import LDGSTS_CONFLICTS, LDGSTS_WAVEFRONTS
 
 pytestmark = pytest.mark.hw
 
@@ -44,21 +45,29 @@ CA_GLOBAL_WAVEFRONTS = 4
 # writes of different quarter-warps into shared wavefronts (docs/bank-conflicts.md). They are
 # logged and counted, not asserted.
 CP_ASYNC_OPEN = ("random", "one address per half-warp", "one address per quarter-warp")
+# cp.async.cg, measured with the SASS-level bypass counters: the global-line rule (access()'s
+# ``sources``) matches these probe patterns and kernel6's tiles; strided and colliding
+# destinations take more wavefronts than it says (notes/cp-async-counters.md), so they are
+# logged, not asserted.
+CP_ASYNC_CG_MATCHED = ("stride 1 x", "odd lanes only", "lanes 0 and 16, two addresses",
+                       "lower half-warp only")
 
 
 def test_bank_accounting_matches_nsight_compute(rng):
     cases = patterns(rng)
     src = np.zeros(SRC_WORDS, np.uint32)
-    counters = profile([_launch(s, a, label, src) for s, a, label in cases])
+    counters = profile([_launch(s, a, label, src) for s, a, label in cases],
+                       SHARED_METRICS + (LDGSTS_WAVEFRONTS, LDGSTS_CONFLICTS))
     bad, open_cases = [], []
     for (spelling, addresses, label), c in zip(cases, counters):
-        sim = access(spelling, addresses)
         kind = parse_instruction(spelling).kind
-        if spelling.startswith("cp.async.cg"):
-            # L1-bypassing copies write shared memory outside these counters.
-            _log({"test": "smem_cg", "instruction": spelling, "pattern": label, "ncu": c})
-            continue
-        if kind == "cp.async":
+        cg = spelling.startswith("cp.async.cg")
+        # cp.async.cg groups its writes by global 128-byte line; the probes copy from
+        # SMEM_BYTES + 16 * lane of src (docs/kernels.md).
+        sim = access(spelling, addresses, sources=SMEM_BYTES + 16 * np.arange(32) if cg else None)
+        if cg:  # L1-bypassing copies: only the SASS-level ..._ldgsts_cache_bypass counters
+            hw_wave, hw_conf = c[LDGSTS_WAVEFRONTS], c[LDGSTS_CONFLICTS]
+        elif kind == "cp.async":
             hw_wave = c["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] - CA_GLOBAL_WAVEFRONTS
             hw_conf = c["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"]
         else:
@@ -68,7 +77,8 @@ def test_bank_accounting_matches_nsight_compute(rng):
         _log({"test": "smem", "instruction": spelling, "pattern": label,
               "sim_wavefronts": sim.wavefronts, "sim_ideal": sim.ideal,
               "sim_conflicts": sim.conflicts, "ncu": c})
-        if kind == "cp.async" and label.startswith(CP_ASYNC_OPEN):
+        if cg and not label.startswith(CP_ASYNC_CG_MATCHED) or \
+                kind == "cp.async" and label.startswith(CP_ASYNC_OPEN):
             open_cases.append((hw_wave, hw_conf) == (sim.wavefronts, sim.conflicts))
         elif (hw_wave, hw_conf) != (sim.wavefronts, sim.conflicts):
             bad.append(f"{spelling} [{label}]: ncu {hw_wave:g} wavefronts / {hw_conf:g} conflicts,"
