@@ -179,3 +179,10 @@ def test_notebook_views():
     assert "#e34a33" not in access("ld.shared.b32", [4 * x for x in range(32)])._repr_html_()
     trace = tcsim.trace("kernel1", 256, 128, 64)._repr_html_()
     assert "A_smem_ldmatrix" in trace and "background:#fcc" in trace
+
+
+def test_the_gpu_table_is_the_logged_run():
+    text = (DOCS / "benchmarks.md").read_text()
+    source, shown = re.search(r"<!-- bench-gpu (\S+) -->\n```text\n(.*?)\n```", text, re.S).groups()
+    assert shown == (DOCS.parent / source).read_text().rstrip("\n")
+    assert shown.count("bit-exact") == 60
