@@ -1,7 +1,7 @@
 """The instructions a kernel schedule issues, and what both engines share.
 
-A schedule (kernel1 .. kernel5) is a Python function ``program(m, params)`` that issues
-warp-wide instructions on a `Machine` ``m``. Two engines implement the machine: the executor
+A schedule (kernel1 .. kernel6) is a Python function ``program(m, params, A_smem, B_smem)``
+that issues warp-wide instructions on a `Machine` ``m``. Two engines implement it: the executor
 (`tcsim.run`) moves real bits through simulated global memory, shared memory and registers; the
 tracer (`tcsim.trace`) moves only addresses and counts what each instruction site costs.
 
