@@ -27,34 +27,23 @@ elif [ "$mode" = m8n8k4 ]; then
   export TCSIM_K="m8n8k4"
   mode=mma
 fi
+# One hw test file (optionally filtered by TCSIM_K), its log, and the summary table.
+hw_tests() {
+  export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
+  rm -f "$TCSIM_HW_LOG"
+  python3 -m pytest -m hw -q -rs -p no:cacheprovider "tests/hw/$1" \
+    ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
+  status=${PIPESTATUS[0]}
+  python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
+}
 if [ "$mode" = mma ]; then  # only the mma tests, optionally filtered: TCSIM_K="m8n8k4"
-  export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
-  rm -f "$TCSIM_HW_LOG"
-  python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_mma_hw.py \
-    ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
-  status=${PIPESTATUS[0]}
-  python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
+  hw_tests test_mma_hw.py
 elif [ "$mode" = smem ]; then
-  export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
-  rm -f "$TCSIM_HW_LOG"
-  python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_smem_hw.py 2>&1 \
-    | tee "$OUT/pytest_hw.log"
-  status=${PIPESTATUS[0]}
-  python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
+  hw_tests test_smem_hw.py
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
-  export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
-  rm -f "$TCSIM_HW_LOG"
-  python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_kernels_hw.py \
-    ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
-  status=${PIPESTATUS[0]}
-  python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
+  hw_tests test_kernels_hw.py
 elif [ "$mode" = checks ]; then  # planted bugs: compute-sanitizer against the simulator
-  export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
-  rm -f "$TCSIM_HW_LOG"
-  python3 -m pytest -m hw -q -rs -p no:cacheprovider tests/hw/test_checks_hw.py \
-    ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
-  status=${PIPESTATUS[0]}
-  python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
+  hw_tests test_checks_hw.py
 elif [ "$mode" = speed ]; then  # GPU speed: mma.sync ceilings, cuBLAS, the ladder (issue 5)
   python3 benchmarks/bench_gpu.py --json "$OUT/bench_gpu.json" ${BENCH_ARGS:-} 2>&1 \
     | tee "$OUT/bench_gpu.log"

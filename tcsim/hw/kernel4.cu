@@ -1,6 +1,6 @@
 // CUDA twin of kernel4: ldmatrix.x4 and hoisted swizzled offsets (tcsim/kernels/kernel4.py).
-// Defaults are the kernel's default parameters; tcsim.hw.run overrides them with -D.
-// tests/kernels/test_kernels.py checks that they equal Kernel.defines(defaults).
+// Written by `python -m tcsim.hw.twins` from the kernel's default parameters;
+// tcsim.hw.run overrides them with -D.
 #ifndef BM
 #define BM 256
 #endif
@@ -28,6 +28,9 @@
 #ifndef STAGES
 #define STAGES 1
 #endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
 #ifndef A_SWZ_BITS
 #define A_SWZ_BITS 3
 #endif
@@ -45,9 +48,6 @@
 #endif
 #ifndef B_SWZ_SHIFT
 #define B_SWZ_SHIFT 4
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
 #endif
 #include "gemm.cuh"
 

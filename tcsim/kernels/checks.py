@@ -63,6 +63,11 @@ class DivergentWarpError(SimulationError):
 MODES = ("raise", "warn", "collect", "off")
 
 
+def first_index(mask: np.ndarray) -> tuple[int, ...]:
+    """The first True position of ``mask`` as an index tuple (the lane a debugger stops at)."""
+    return tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(mask)[0]), mask.shape))
+
+
 @dataclass
 class Access:
     """One side of a conflict: who touched the bytes, where in the schedule."""
@@ -135,47 +140,38 @@ class SharedChecker:
         return (np.broadcast_to(block, shape), np.broadcast_to(warp, shape[1:]),
                 np.broadcast_to(chunk, shape[1:]), np.broadcast_to(lane, shape[1:]))
 
-    def _first(self, mask: np.ndarray, block, warp, chunk, lane) -> tuple[int, int, int, int]:
-        i = np.unravel_index(int(np.flatnonzero(mask)[0]), mask.shape)
-        return (int(i[0]), int(warp[i[1:]]), int(chunk[i[1:]]), int(lane[i[1:]]))
+    def _flag(self, error: type[SimulationError], mask: np.ndarray, indices, what: str,
+              site: str) -> None:
+        """Report ``error`` for the first access where ``mask`` holds: '<who> <what>'."""
+        if not mask.any():
+            return
+        block, warp, chunk, lane = indices
+        i = first_index(mask)
+        b, w, c, ln = i[0], int(warp[i[1:]]), int(chunk[i[1:]]), int(lane[i[1:]])
+        self.report(error(
+            f"{self.report.kernel}: {self.who(b, w, ln)} "
+            f"{what.format(c * CHUNK, c * CHUNK + CHUNK - 1)}",
+            site=site, block=b, warp=w, lane=ln, address=c * CHUNK))
 
     # ---- accesses ------------------------------------------------------------------------------
 
     def read(self, site: str, instruction: str, addresses: np.ndarray) -> None:
-        blocks = self.written.shape[0]
-        block, warp, chunk, lane = self._indices(addresses, blocks)
-        code = self._code(site, instruction, lane)
-        pending = self.pending[block, chunk] >= 0
-        if pending.any():
-            b, w, c, ln = self._first(pending, block, warp, chunk, lane)
-            self.report(AsyncCopyRaceError(
-                f"{self.report.kernel}: {self.who(b, w, ln)} reads shared bytes "
-                f"{c * CHUNK:#x}..{c * CHUNK + CHUNK - 1:#x} at site {site!r} while a "
-                f"cp.async into them is in flight (no cp.async.wait_group covers it)",
-                site=site, block=b, warp=w, lane=ln, address=c * CHUNK))
-        unwritten = ~self.written[block, chunk]
-        if unwritten.any():
-            b, w, c, ln = self._first(unwritten, block, warp, chunk, lane)
-            self.report(UninitializedReadError(
-                f"{self.report.kernel}: {self.who(b, w, ln)} reads shared bytes "
-                f"{c * CHUNK:#x}..{c * CHUNK + CHUNK - 1:#x} at site {site!r} "
-                f"({instruction}), which nothing wrote since the block started",
-                site=site, block=b, warp=w, lane=ln, address=c * CHUNK))
-        self.reads[block, warp, chunk] = code
+        indices = block, warp, chunk, lane = self._indices(addresses, self.written.shape[0])
+        self._flag(AsyncCopyRaceError, self.pending[block, chunk] >= 0, indices,
+                   f"reads shared bytes {{:#x}}..{{:#x}} at site {site!r} while a cp.async into "
+                   f"them is in flight (no cp.async.wait_group covers it)", site)
+        self._flag(UninitializedReadError, ~self.written[block, chunk], indices,
+                   f"reads shared bytes {{:#x}}..{{:#x}} at site {site!r} ({instruction}), which "
+                   f"nothing wrote since the block started", site)
+        self.reads[block, warp, chunk] = self._code(site, instruction, lane)
 
     def write(self, site: str, instruction: str, addresses: np.ndarray,
               asynchronous: bool = False) -> None:
-        blocks = self.written.shape[0]
-        block, warp, chunk, lane = self._indices(addresses, blocks)
+        indices = block, warp, chunk, lane = self._indices(addresses, self.written.shape[0])
+        self._flag(AsyncCopyRaceError, self.pending[block, chunk] >= 0, indices,
+                   f"writes shared bytes {{:#x}}..{{:#x}} at site {site!r} while an earlier "
+                   f"cp.async into them is in flight", site)
         code = self._code(site, instruction, lane)
-        pending = self.pending[block, chunk] >= 0
-        if pending.any():
-            b, w, c, ln = self._first(pending, block, warp, chunk, lane)
-            self.report(AsyncCopyRaceError(
-                f"{self.report.kernel}: {self.who(b, w, ln)} writes shared bytes "
-                f"{c * CHUNK:#x}..{c * CHUNK + CHUNK - 1:#x} at site {site!r} while an "
-                f"earlier cp.async into them is in flight",
-                site=site, block=b, warp=w, lane=ln, address=c * CHUNK))
         self.writes[block, warp, chunk] = code
         self.written[block, chunk] = True
         if asynchronous:

@@ -33,6 +33,7 @@ from .checks import (
     Report,
     SharedAddressError,
     SharedChecker,
+    first_index,
 )
 from .params import ELEMENT_BYTES, GemmParams
 
@@ -47,11 +48,6 @@ ST_GLOBAL = {2: "st.global.b32"}
 ST_SHARED = "st.shared.v4.b32"
 CP_ASYNC = "cp.async.cg.shared.global.16"  # L2 -> shared, 16 bytes a lane, no registers
 LDMATRIX = "ldmatrix.sync.aligned.m8n8.{}.shared.b16"
-
-
-def first_index(mask: np.ndarray) -> tuple[int, ...]:
-    """The first True position of ``mask`` as an index tuple."""
-    return tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(mask)[0]), mask.shape))
 
 
 class Machine(ABC):

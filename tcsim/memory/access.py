@@ -218,13 +218,13 @@ def _phases(inst: SharedInstruction, addr, active) -> tuple[list[range], object]
     return _groups(16 if width == 8 else 8), ideal_groups if inst.kind == "ld" else "phases"
 
 
-def _source_lines(sources, active) -> list[list[int]]:
+def _source_lines(sources, active) -> list[np.ndarray]:
     """Lanes grouped by the 128-byte global line they copy from, in order of first lane."""
-    lines = np.asarray(sources, np.int64) // 128
-    groups: dict[int, list[int]] = {}
-    for lane in np.flatnonzero(active):
-        groups.setdefault(int(lines[lane]), []).append(int(lane))
-    return list(groups.values())
+    lanes = np.flatnonzero(active)
+    lines = np.asarray(sources, np.int64)[lanes] // 128
+    _, first, group = np.unique(lines, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # groups in the order their first lane appears
+    return [lanes[group == g] for g in order]
 
 
 def access(instruction: str, addresses, *, size: int | None = None,

@@ -191,12 +191,13 @@ def test_an_out_of_range_global_load_names_the_element():
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
-def test_each_twin_defaults_to_its_kernels_parameters(name):
-    kernel = KERNELS[name]
-    source = (HW / kernel.source).read_text()
+def test_each_twin_is_written_from_its_kernels_parameters(name):
+    from tcsim.hw.twins import twin_source
+
+    source = (HW / KERNELS[name].source).read_text()
+    assert source == twin_source(name), "run `python -m tcsim.hw.twins`"
     defaults = {k: int(v) for k, v in re.findall(r"#define (\w+) (-?\d+)", source)}
-    assert defaults == kernel.defines(kernel.defaults)
-    assert f'void __launch_bounds__(THREADS, MIN_BLOCKS) {name}(' in source
+    assert defaults == KERNELS[name].defines(KERNELS[name].defaults)
 
 
 def test_the_twins_spell_the_traced_tile_load():
