@@ -6,7 +6,7 @@
 # m8n8k4 (the 12 quad-pair variants), smem (shared-memory counters), explore (model fitting),
 # kernels (the kernel ladder's bits and counters against its CUDA twins), speed (GPU timings;
 # BENCH_ARGS passes options to benchmarks/bench_gpu.py), checks (planted bugs under
-# compute-sanitizer and the simulator).
+# compute-sanitizer and the simulator), cpasync (the cp.async study; STUDY_ARGS passes options).
 # mma runs the mma tests for TCSIM_HW_QUALIFIERS (comma list) filtered by TCSIM_K.
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 set -uo pipefail
@@ -49,6 +49,10 @@ elif [ "$mode" = speed ]; then  # GPU speed: mma.sync ceilings, cuBLAS, the ladd
     | tee "$OUT/bench_gpu.log"
   status=${PIPESTATUS[0]}
   echo "bench_gpu: exit $status" >"$OUT/pytest_hw.log"
+elif [ "$mode" = cpasync ]; then  # the cp.async wavefront study (notes/cp-async-counters.md)
+  python3 scripts/study_cp_async.py "$OUT/cp_async_study.jsonl" ${STUDY_ARGS:-} 2>&1 \
+    | tee "$OUT/pytest_hw.log"
+  status=${PIPESTATUS[0]}
 elif [ "$mode" = explore ]; then
   python3 scripts/explore_numerics.py "$OUT" "${EXPLORE_COUNT:-20000}" 2>&1 | tee "$OUT/explore.log"
   status=$?

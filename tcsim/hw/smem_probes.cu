@@ -272,7 +272,7 @@ extern "C" __global__ void probe_smem_cp_async_ca_shared_global_4(
     const uint32_t* __restrict__ src, uint32_t* __restrict__ dump, int mode)
 {
     TCSIM_SMEM_PROLOGUE
-    if (a >= 0) { const unsigned char* g = reinterpret_cast<const unsigned char*>(src) + SMEM_BYTES + lane * 16; asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(s), "l"(g) : "memory"); } asm volatile("cp.async.wait_all;" ::: "memory");
+    if (a >= 0) { const unsigned char* g = reinterpret_cast<const unsigned char*>(src) + SMEM_BYTES + addr[32 + lane]; asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(s), "l"(g) : "memory"); } asm volatile("cp.async.wait_all;" ::: "memory");
     TCSIM_SMEM_EPILOGUE
 }
 
@@ -281,7 +281,7 @@ extern "C" __global__ void probe_smem_cp_async_ca_shared_global_8(
     const uint32_t* __restrict__ src, uint32_t* __restrict__ dump, int mode)
 {
     TCSIM_SMEM_PROLOGUE
-    if (a >= 0) { const unsigned char* g = reinterpret_cast<const unsigned char*>(src) + SMEM_BYTES + lane * 16; asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(s), "l"(g) : "memory"); } asm volatile("cp.async.wait_all;" ::: "memory");
+    if (a >= 0) { const unsigned char* g = reinterpret_cast<const unsigned char*>(src) + SMEM_BYTES + addr[32 + lane]; asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(s), "l"(g) : "memory"); } asm volatile("cp.async.wait_all;" ::: "memory");
     TCSIM_SMEM_EPILOGUE
 }
 
@@ -290,7 +290,7 @@ extern "C" __global__ void probe_smem_cp_async_ca_shared_global_16(
     const uint32_t* __restrict__ src, uint32_t* __restrict__ dump, int mode)
 {
     TCSIM_SMEM_PROLOGUE
-    if (a >= 0) { const unsigned char* g = reinterpret_cast<const unsigned char*>(src) + SMEM_BYTES + lane * 16; asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" :: "r"(s), "l"(g) : "memory"); } asm volatile("cp.async.wait_all;" ::: "memory");
+    if (a >= 0) { const unsigned char* g = reinterpret_cast<const unsigned char*>(src) + SMEM_BYTES + addr[32 + lane]; asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" :: "r"(s), "l"(g) : "memory"); } asm volatile("cp.async.wait_all;" ::: "memory");
     TCSIM_SMEM_EPILOGUE
 }
 
@@ -299,6 +299,6 @@ extern "C" __global__ void probe_smem_cp_async_cg_shared_global_16(
     const uint32_t* __restrict__ src, uint32_t* __restrict__ dump, int mode)
 {
     TCSIM_SMEM_PROLOGUE
-    if (a >= 0) { const unsigned char* g = reinterpret_cast<const unsigned char*>(src) + SMEM_BYTES + lane * 16; asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(g) : "memory"); } asm volatile("cp.async.wait_all;" ::: "memory");
+    if (a >= 0) { const unsigned char* g = reinterpret_cast<const unsigned char*>(src) + SMEM_BYTES + addr[32 + lane]; asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(g) : "memory"); } asm volatile("cp.async.wait_all;" ::: "memory");
     TCSIM_SMEM_EPILOGUE
 }

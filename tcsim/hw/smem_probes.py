@@ -3,9 +3,10 @@
 `probe_source()` writes ``smem_probes.cu`` beside this module (committed; a test keeps the two
 equal; CI compiles it). Each kernel ``probe_smem_<spelling>`` takes ``(addr, out, src, dump,
 mode)``: lane l uses byte address ``addr[l]`` of a 48 KB shared buffer (a negative address
-leaves the lane out, except for ldmatrix/stmatrix, where every lane executes). ``mode`` bit 0
-first fills shared memory from ``src``; bit 1 copies it to ``dump`` afterwards. Counter runs use
-mode 0, so the instruction under test is the only shared-memory access.
+leaves the lane out, except for ldmatrix/stmatrix, where every lane executes). cp.async probes
+take 64 entries: lane l copies from global byte ``SMEM_BYTES + addr[32 + l]`` of ``src``.
+``mode`` bit 0 first fills shared memory from ``src``; bit 1 copies it to ``dump`` afterwards.
+Counter runs use mode 0, so the instruction under test is the only shared-memory access.
 
 Regenerate with ``python -m tcsim.hw.smem_probes > tcsim/hw/smem_probes.cu``.
 """
@@ -117,8 +118,9 @@ def _body(spelling: str) -> tuple[str, str]:
     size = inst.bytes_per_address
     ptx = spelling.rsplit(".", 1)[0]
     stmt = (f"if (a >= 0) {{ const unsigned char* g = reinterpret_cast<const unsigned char*>(src) "
-            f"+ SMEM_BYTES + lane * 16; asm volatile(\"{ptx} [%0], [%1], {size};\" :: \"r\"(s), "
-            f"\"l\"(g) : \"memory\"); }} asm volatile(\"cp.async.wait_all;\" ::: \"memory\");")
+            f"+ SMEM_BYTES + addr[32 + lane]; "
+            f"asm volatile(\"{ptx} [%0], [%1], {size};\" :: \"r\"(s), \"l\"(g) : \"memory\"); }} "
+            "asm volatile(\"cp.async.wait_all;\" ::: \"memory\");")
     return stmt, ""
 
 

@@ -23,8 +23,13 @@ pytestmark = pytest.mark.hw
 SRC_WORDS = SMEM_BYTES // 4 + 32 * 4
 
 
-def _launch(spelling, addresses, label, src, mode=0):
-    addr = np.array([-1 if a is None else a for a in addresses], np.int32)
+# cp.async probes copy lane l's bytes from global offset 16 * l past SMEM_BYTES of src.
+SOURCES = 16 * np.arange(32)
+
+
+def _launch(spelling, addresses, label, src, mode=0, sources=SOURCES):
+    shared = [-1 if a is None else a for a in addresses]
+    addr = np.array(shared + list(sources), np.int32)
     out = np.zeros(32 * 4, np.uint32)
     dump = np.zeros(SMEM_BYTES // 4, np.uint32)
     return Launch("smem_probes.cu", kernel_name(spelling), (1,), (32,),
@@ -64,7 +69,7 @@ def test_bank_accounting_matches_nsight_compute(rng):
         cg = spelling.startswith("cp.async.cg")
         # cp.async.cg groups its writes by global 128-byte line; the probes copy from
         # SMEM_BYTES + 16 * lane of src (docs/kernels.md).
-        sim = access(spelling, addresses, sources=SMEM_BYTES + 16 * np.arange(32) if cg else None)
+        sim = access(spelling, addresses, sources=SMEM_BYTES + SOURCES if cg else None)
         if cg:  # L1-bypassing copies: only the SASS-level ..._ldgsts_cache_bypass counters
             hw_wave, hw_conf = c[LDGSTS_WAVEFRONTS], c[LDGSTS_CONFLICTS]
         elif kind == "cp.async":
