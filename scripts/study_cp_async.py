@@ -37,8 +37,17 @@ def ldgsts_metrics() -> tuple[str, ...]:
                           capture_output=True, text=True).stdout
     names = sorted({m.group(0) for m in re.finditer(r"\S*ldgsts\S*", text)})
     print("ldgsts metrics:", *names, sep="\n  ")
+    print("data-stage wavefront metrics:",
+          *sorted({m.group(0) for m in re.finditer(r"l1tex__data_pipe_lsu_wavefronts\S*", text)}),
+          sep="\n  ")
     keep = [n + ".sum" for n in names
             if ("wavefronts" in n or "conflicts" in n) and "shared" in n]
+    keep += ["l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+             "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+             "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+             "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access_lookup_miss.sum",
+             "l1tex__t_set_conflicts_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+             "l1tex__data_pipe_lsu_wavefronts.sum"]
     return tuple(dict.fromkeys(list(BASE_METRICS) + keep))
 
 
@@ -117,6 +126,51 @@ def patterns(rng: np.random.Generator, widths=(4, 8, 16)) -> list[dict]:
     return out
 
 
+def permutation_patterns(rng: np.random.Generator) -> list[dict]:
+    """cp.async.cg: how a 128-byte line's 16-byte chunks may move within one shared segment.
+
+    Pairs of lanes copying chunks (a, b) of one line to chunks (x, y) of one segment, in both lane
+    orders; then random permutations of whole and partial lines."""
+    out = []
+    for a, b in ((0, 1), (0, 2), (0, 4), (1, 2), (2, 5), (3, 6)):
+        for x in range(8):
+            for y in range(8):
+                if x == y:
+                    continue
+                shared, source = [None] * 32, list(16 * np.arange(32) + 4096)
+                shared[0], shared[1], source[0], source[1] = 16 * x, 16 * y, 16 * a, 16 * b
+                out.append({"width": 16, "cg": True, "shared": shared, "source": source,
+                            "family": "cg pair", "label": f"src {a},{b} -> dst {x},{y}"})
+    for t in range(60):
+        k = (8, 8, 6, 4, 3)[t % 5]
+        src = rng.permutation(8)[:k]
+        dst = rng.permutation(8)[:k]
+        shared = [16 * int(d) for d in dst] + [None] * (32 - k)
+        source = [16 * int(g) for g in src] + list(16 * np.arange(k, 32) + 4096)
+        out.append({"width": 16, "cg": True, "shared": shared, "source": source,
+                    "family": "cg permutation", "label": f"{k} chunks #{t}"})
+    return out
+
+
+def scattered_patterns(rng: np.random.Generator) -> list[dict]:
+    """cp.async.ca with sources in many 128-byte lines; shared side free of conflicts."""
+    out = []
+    for w in (4, 8, 16):
+        lanes = np.arange(32)
+        for k in (0, 1, 2, 3, 4, 5, 6, 8, 12, 16, 32):
+            for name, source in (("same bank", 128 * lanes), ("distinct banks", 132 * lanes)):
+                source = (source // w) * w
+                shared = [int(w * lane) if lane < k else None for lane in lanes]
+                out.append({"width": w, "shared": shared, "source": [int(g) for g in source],
+                            "family": "scattered", "label": f"{k} lanes, one line each, {name}"})
+        for lines in (2, 3, 4, 5, 6, 8):
+            source = w * lanes + 128 * (lanes % lines) * 4
+            out.append({"width": w, "shared": [int(w * lane) for lane in lanes],
+                        "source": [int(g) for g in source % 16384], "family": "scattered",
+                        "label": f"lanes cycle over {lines} lines"})
+    return out
+
+
 def launch(p: dict, src: np.ndarray) -> Launch:
     spelling = ("cp.async.cg.shared.global.16" if p.get("cg") else
                 f"cp.async.ca.shared.global.{p['width']}")
@@ -133,13 +187,17 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, default=480.0)
     ap.add_argument("--batch", type=int, default=120)
     ap.add_argument("--only", choices=("ca", "cg"))
+    ap.add_argument("--round", type=int, default=1, help="1: the survey; 2: permutations, "
+                    "scattered sources")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     rng = np.random.default_rng(seed)
     todo = []
-    if args.only != "ca":
+    if args.round == 2:
+        todo = permutation_patterns(rng) + scattered_patterns(rng)
+    elif args.only != "ca":
         todo += [dict(p, cg=True) for p in patterns(rng, (16,))]
-    if args.only != "cg":
+    if args.round == 1 and args.only != "cg":
         todo += patterns(rng, (4, 8, 16))
     metrics = ldgsts_metrics()
     src = np.zeros((SMEM_BYTES + GLOBAL_BYTES) // 4, np.uint32)
