@@ -211,7 +211,7 @@ def main() -> None:
             batch = todo[i:i + args.batch]
             counters = profile([launch(p, src) for p in batch], metrics)
             for p, c in zip(batch, counters):
-                f.write(json.dumps(dict(p, seed=seed, ncu=c)) + "\n")
+                f.write(json.dumps(dict(p, seed=seed, ncu=c), default=int) + "\n")
             done += len(batch)
             print(f"{done} patterns in {time.time() - start:.0f} s", flush=True)
     print(f"study: {done} of {len(todo)} patterns measured, seed {seed}")
