@@ -22,7 +22,7 @@ import numpy as np
 from tcsim.hw.profile import Launch, find_ncu, profile
 from tcsim.hw.smem_probes import SMEM_BYTES, kernel_name
 
-GLOBAL_BYTES = 16 * 1024
+GLOBAL_BYTES = 1024 * 1024
 BASE_METRICS = (
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
@@ -171,6 +171,28 @@ def scattered_patterns(rng: np.random.Generator) -> list[dict]:
     return out
 
 
+def line_set_patterns(rng: np.random.Generator) -> list[dict]:
+    """cp.async.ca, one lane per 128-byte line: which sets of lines the tag stage takes at once.
+
+    Lane i reads chunk i % 8 of line ``lines[i]`` and writes its own 16-byte shared chunk, so
+    neither side has bank conflicts; only the number of tag-stage passes can vary."""
+    out = []
+    sets = {f"stride {s} x {k}": [s * i for i in range(k)]
+            for s in (1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512) for k in (3, 4, 5, 8)
+            if s * (k - 1) < GLOBAL_BYTES // 128}
+    for t in range(24):
+        k = (4, 5, 6, 8)[t % 4]
+        sets[f"random lines #{t}"] = [int(x) for x in rng.choice(GLOBAL_BYTES // 128, k, False)]
+    for name, lines in sets.items():
+        for w in (4, 16):
+            shared = [16 * i if i < len(lines) else None for i in range(32)]
+            source = [128 * ln + 16 * (i % 8) for i, ln in enumerate(lines)]
+            source += [0] * (32 - len(source))
+            out.append({"width": w, "shared": shared, "source": source, "family": "line sets",
+                        "label": name, "lines": lines})
+    return out
+
+
 def launch(p: dict, src: np.ndarray) -> Launch:
     spelling = ("cp.async.cg.shared.global.16" if p.get("cg") else
                 f"cp.async.ca.shared.global.{p['width']}")
@@ -188,12 +210,14 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=120)
     ap.add_argument("--only", choices=("ca", "cg"))
     ap.add_argument("--round", type=int, default=1, help="1: the survey; 2: permutations, "
-                    "scattered sources")
+                    "scattered sources; 3: sets of lines")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     rng = np.random.default_rng(seed)
     todo = []
-    if args.round == 2:
+    if args.round == 3:
+        todo = line_set_patterns(rng)
+    elif args.round == 2:
         todo = permutation_patterns(rng) + scattered_patterns(rng)
     elif args.only != "ca":
         todo += [dict(p, cg=True) for p in patterns(rng, (16,))]
