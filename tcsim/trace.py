@@ -255,14 +255,14 @@ class Tracer(Machine):
                       sources: np.ndarray | None = None) -> None:
         lanes = addresses.reshape(-1, 32)
         shifted = lanes - lanes.min(axis=1, keepdims=True) // BANK_PERIOD * BANK_PERIOD
-        if sources is not None:  # cp.async.cg: the global lines matter too (access())
-            lines = np.asarray(sources).reshape(-1, 32) // BANK_PERIOD  # one block: same rows
-            shifted = np.concatenate([shifted, lines - lines.min(axis=1, keepdims=True)], 1)
+        if sources is not None:  # cp.async: where in global memory matters too (access())
+            src = np.asarray(sources).reshape(-1, 32)
+            src = src - src.min(axis=1, keepdims=True) // BANK_PERIOD * BANK_PERIOD
+            shifted = np.concatenate([shifted, src], 1)
         patterns, counts = np.unique(shifted, axis=0, return_counts=True)
         s = self._site(site, spelling)
         for pattern, count in zip(patterns, counts):
-            a = access(spelling, pattern[:32], sources=None if sources is None
-                       else pattern[32:] * BANK_PERIOD)
+            a = access(spelling, pattern[:32], sources=None if sources is None else pattern[32:])
             s.wavefronts += a.wavefronts * int(count) * self.times
             s.ideal += a.ideal * int(count) * self.times
         s.executions += lanes.shape[0] * self.times

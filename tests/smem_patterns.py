@@ -12,8 +12,11 @@ def _fits(addresses, width):
     return all(a is None or a + width <= SMEM_BYTES for a in addresses)
 
 
-def patterns(rng: np.random.Generator) -> list[tuple[str, list, str]]:
-    """(spelling, 32 addresses with None for lanes left out, label) for every probe."""
+def patterns(rng: np.random.Generator) -> list[tuple[str, list, np.ndarray | None, str]]:
+    """(spelling, 32 addresses with None for lanes left out, global sources, label) per probe.
+
+    Sources are given for cp.async only (lane l's global byte offset in the probe's buffer):
+    16 * l for the shared-address families, varied on purpose in `copy_patterns`."""
     out = []
     for spelling in SPELLINGS:
         inst = parse_instruction(spelling)
@@ -54,5 +57,35 @@ def patterns(rng: np.random.Generator) -> list[tuple[str, list, str]]:
                           [lane * w if lane in (0, 16) else None for lane in range(32)]))
             cands.append(("lower half-warp only", [lane * w if lane < 16 else None
                                                    for lane in range(32)]))
-        out += [(spelling, a, label) for label, a in cands if _fits(a, w)]
+        sources = SIXTEEN_APART if inst.kind == "cp.async" else None
+        out += [(spelling, a, sources, label) for label, a in cands if _fits(a, w)]
+        if inst.kind == "cp.async":
+            out += [(spelling, a, g, label) for a, g, label in copy_patterns(rng, w)]
+    return out
+
+
+SIXTEEN_APART = 16 * np.arange(32)
+
+
+def copy_patterns(rng: np.random.Generator, w: int) -> list[tuple[list, np.ndarray, str]]:
+    """cp.async: global sources and shared destinations varied together (w-byte copies)."""
+    lanes = np.arange(32)
+    contiguous = w * lanes
+    out = [
+        (list(contiguous), contiguous, "shared and sources contiguous"),
+        (list(contiguous), contiguous[::-1], "sources reversed"),
+        (list(contiguous), contiguous + 16, "sources shifted by 16 bytes"),
+        (list(contiguous), 128 * lanes + 16 * (lanes % 8), "one consecutive line per lane"),
+        ([16 * (lane // 8) for lane in lanes], SIXTEEN_APART, "a shared word per line"),
+        ([w * (lane ^ 4) for lane in lanes], contiguous, "destinations XOR-swizzled"),
+        ([w * (lane + lane // 8) for lane in lanes], contiguous, "rows padded by one copy"),
+        ([3 * w * lane for lane in lanes], contiguous, "destinations 3 copies apart"),
+        (list(contiguous), 384 * lanes, "sources in every third line (set conflicts)"),
+    ]
+    for t in range(3):
+        line = [w * int(c) for c in rng.permutation(128 // w)] * (w * 32 // 128)
+        out.append((list(contiguous), np.array(line) + 128 * (lanes * w // 128),
+                    f"sources permuted within lines #{t}"))
+        shared = [w * int(x) for x in rng.choice(2048 // w, 32, replace=False)]
+        out.append((shared, w * rng.permutation(32), f"random destinations and sources #{t}"))
     return out

@@ -17,14 +17,12 @@ docs/bank-conflicts.md):
   uniform-quarter load, which goes by half-warps.
 - ``ldmatrix`` / ``stmatrix`` ``.xN``: one phase per 8x8 matrix, from the 8 row addresses that
   lanes ``8i .. 8i+7`` supply (16 bytes each).
-- ``cp.async`` (shared side of 4, 8 or 16 bytes): quarter-warps at every width, and lanes that
-  write the same word do not share it.
+- ``cp.async`` (shared side of 4, 8 or 16 bytes): its writes depend on the global sources
+  too; `tcsim.memory.async_copy` owns those rules.
 
 A phase in which no lane takes part costs nothing. The ideal count is one wavefront per phase,
-except for wide loads and cp.async, where it is the requested bytes over 128, counted per group
-of lanes (see `_phases`). cp.async is matched on regular patterns only: when its lanes' words
-collide in irregular ways the hardware packs them more tightly than quarter-warps
-(docs/bank-conflicts.md lists the cases). This module owns the parsing of the PTX
+except for wide loads, where it is the requested bytes over 128, counted per group of lanes
+(see `_phases`). This module owns the parsing of the PTX
 spellings and the counting; `tcsim.memory.SharedMemory` applies it to every access it performs.
 """
 
@@ -35,6 +33,8 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+
+from .async_copy import bypass_copy, cached_copy
 
 BANKS = 32
 BANK_BYTES = 4
@@ -127,14 +127,17 @@ class Access:
     ideal: int
     # words[phase][bank]: distinct 4-byte words the phase needs from each bank.
     words: np.ndarray
+    # Set when the count falls outside what was measured to match the hardware.
+    caveat: str | None = None
 
     @property
     def conflicts(self) -> int:
         return self.wavefronts - self.ideal
 
     def __str__(self) -> str:
-        return (f"{self.instruction}: {self.wavefronts} wavefronts, ideal {self.ideal}, "
+        text = (f"{self.instruction}: {self.wavefronts} wavefronts, ideal {self.ideal}, "
                 f"{self.conflicts} bank conflicts")
+        return text + (f" (caveat: {self.caveat})" if self.caveat else "")
 
     def heatmap(self) -> str:
         """Words per (phase, bank) as text; `tcsim.memory.heatmap` also draws images."""
@@ -200,16 +203,13 @@ def _phases(inst: SharedInstruction, addr, active) -> tuple[list[range], object]
     Measured on the H100 (docs/bank-conflicts.md): 64- and 128-bit loads whose quarter-warps
     each read a single address are served a warp (64-bit) or a half-warp (128-bit) at a time;
     otherwise wide loads and stores go by half-warps (64-bit) and quarter-warps (128-bit).
-    cp.async writes go by quarter-warps at every width. The ideal is one wavefront per phase
-    ("phases") or, given lane groups, the sum over groups of the bytes requested over 128: for
-    wide loads groups of 256 bytes' worth of lanes (the whole warp at 64 bits, half-warps at
-    128), for cp.async groups of 128 bytes' worth.
+    The ideal is one wavefront per phase ("phases") or, given lane groups, the sum over groups
+    of the bytes requested over 128, groups of 256 bytes' worth of lanes (the whole warp at 64
+    bits, half-warps at 128).
     """
     width = inst.bytes_per_address
     if inst.kind in ("ldmatrix", "stmatrix"):
         return [range(8 * i, 8 * i + 8) for i in range(inst.matrices)], "phases"
-    if inst.kind == "cp.async":
-        return _groups(8), _groups(128 // width)
     ideal_groups = _groups(256 // width) if width > 4 else None
     if width <= 4:
         return _groups(WARP), "phases"
@@ -218,25 +218,15 @@ def _phases(inst: SharedInstruction, addr, active) -> tuple[list[range], object]
     return _groups(16 if width == 8 else 8), ideal_groups if inst.kind == "ld" else "phases"
 
 
-def _source_lines(sources, active) -> list[np.ndarray]:
-    """Lanes grouped by the 128-byte global line they copy from, in order of first lane."""
-    lanes = np.flatnonzero(active)
-    lines = np.asarray(sources, np.int64)[lanes] // 128
-    _, first, group = np.unique(lines, return_index=True, return_inverse=True)
-    order = np.argsort(first)  # groups in the order their first lane appears
-    return [lanes[group == g] for g in order]
-
-
 def access(instruction: str, addresses, *, size: int | None = None,
            site: str | None = None, sources=None) -> Access:
     """Wavefronts, ideal wavefronts and bank conflicts of one warp-wide access.
 
     ``addresses``: the 32 lanes' byte addresses; a lane with None or a negative address supplies
     none (for ldmatrix/stmatrix only lanes ``0 .. 8N-1`` supply row addresses anyway).
-    ``sources``: for ``cp.async.cg`` only, the lanes' global byte addresses. An L1-bypassing
-    copy writes shared memory one 128-byte global line at a time, so its phases are the lanes
-    of each line, and its ideal is one wavefront per line (measured in kernel6's counters on
-    the H100: docs/kernels.md).
+    ``sources``: for ``cp.async`` only, the lanes' global byte addresses, which shape how the
+    copy is written (`tcsim.memory.async_copy`); by default lane l copies from ``l * width``,
+    a contiguous, 128-byte aligned range.
     """
     inst = parse_instruction(instruction)
     addr, active = _as_addresses(addresses)
@@ -245,12 +235,12 @@ def access(instruction: str, addresses, *, size: int | None = None,
         used[: 8 * inst.matrices] = True
         active = active & used
     check_addresses(inst, addr, active, size, site)
+    if inst.kind == "cp.async":
+        return _copy_access(inst, addr, active, sources)
+    if sources is not None:
+        raise ValueError("sources (global addresses) apply to cp.async only")
     words_per_address = max(1, inst.bytes_per_address // BANK_BYTES)
     phases, ideal_rule = _phases(inst, addr, active)
-    if sources is not None:
-        if not inst.spelling.startswith("cp.async.cg"):
-            raise ValueError("sources (global addresses) apply to cp.async.cg only")
-        phases, ideal_rule = _source_lines(sources, active), "phases"
     table = np.zeros((len(phases), BANKS), np.int64)
     for p, lanes in enumerate(phases):
         lanes = [lane for lane in lanes if active[lane]]
@@ -258,8 +248,7 @@ def access(instruction: str, addresses, *, size: int | None = None,
             continue
         first = addr[lanes] // BANK_BYTES
         words = (first[:, None] + np.arange(words_per_address)[None, :]).ravel()
-        if inst.kind != "cp.async":  # lanes reading (or writing) the same word share it
-            words = np.unique(words)
+        words = np.unique(words)  # lanes reading (or writing) the same word share it
         table[p] = np.bincount(words % BANKS, minlength=BANKS)
     wavefronts = int(table.max(axis=1).sum())
     if ideal_rule == "phases":
@@ -268,3 +257,22 @@ def access(instruction: str, addresses, *, size: int | None = None,
         ideal = sum(-(-int(active[list(g)].sum()) * inst.bytes_per_address // 128)
                     for g in ideal_rule)
     return Access(inst.spelling, wavefronts, ideal, table)
+
+
+def _copy_access(inst: SharedInstruction, addr, active, sources) -> Access:
+    width = inst.bytes_per_address
+    sources = width * np.arange(WARP) if sources is None else np.asarray(sources, np.int64)
+    if sources.shape != (WARP,):
+        raise ValueError(f"expected 32 lane source addresses, got shape {sources.shape}")
+    misaligned = active & (sources % width != 0)
+    if misaligned.any():
+        lane = int(np.flatnonzero(misaligned)[0])
+        raise SharedMemoryError(f"{inst.spelling}: lane {lane} global source "
+                                f"{int(sources[lane]):#x} is not aligned to {width} bytes")
+    caveat = None
+    if inst.spelling.startswith("cp.async.cg"):
+        wavefronts, ideal, table = bypass_copy(addr, sources, active)
+    else:
+        wavefronts, ideal, table, caveat = cached_copy(width, addr, sources, active)
+    words = np.array(table, np.int64).reshape(-1, BANKS)
+    return Access(inst.spelling, wavefronts, ideal, words, caveat)

@@ -48,9 +48,9 @@ class SharedMemory:
 
     # ---- accounting -------------------------------------------------------------------------
 
-    def _account(self, instruction: str, addresses, site: str | None) -> tuple[Access, np.ndarray,
-                                                                              np.ndarray]:
-        acc = access(instruction, addresses, size=self.size, site=site)
+    def _account(self, instruction: str, addresses, site: str | None,
+                 sources=None) -> tuple[Access, np.ndarray, np.ndarray]:
+        acc = access(instruction, addresses, size=self.size, site=site, sources=sources)
         addr, active = _as_addresses(addresses)
         name = site or acc.instruction
         totals = self.sites[name]
@@ -78,13 +78,16 @@ class SharedMemory:
         _, addr, active = self._account(instruction, addresses, site)
         return self._gather(addr, active, inst.bytes_per_address)
 
-    def store(self, instruction: str, addresses, values, site: str | None = None) -> None:
-        """``st.shared`` / ``cp.async`` (shared side): ``values`` is (32, width) uint8."""
+    def store(self, instruction: str, addresses, values, site: str | None = None,
+              sources=None) -> None:
+        """``st.shared`` / ``cp.async`` (shared side): ``values`` is (32, width) uint8.
+
+        ``sources``: for cp.async, the lanes' global addresses (see `access`)."""
         inst = parse_instruction(instruction)
         if inst.kind not in ("st", "cp.async"):
             raise ValueError(f"store() takes st.shared or cp.async, not {instruction!r}")
         values = np.asarray(values, np.uint8).reshape(WARP, inst.bytes_per_address)
-        _, addr, active = self._account(instruction, addresses, site)
+        _, addr, active = self._account(instruction, addresses, site, sources)
         self._scatter(addr, active, values)
 
     # ---- ldmatrix / stmatrix ----------------------------------------------------------------

@@ -94,8 +94,8 @@ def test_loads_and_stores_move_bytes_and_total_per_site():
 
 
 # Counted by Nsight Compute on an H100 (2026-11-22; docs/evidence/hw_smem_run*.jsonl): how
-# wide loads merge quarter-warps that read one address, how their ideal is counted, and how
-# cp.async writes are served.
+# wide loads merge quarter-warps that read one address and how their ideal is counted
+# (cp.async: tests/memory/test_async_copy.py).
 ODD = [lane if lane % 2 else None for lane in range(32)]
 MEASURED = [
     ("ld.shared.b64", [0] * 32, 1, 0),
@@ -110,11 +110,6 @@ MEASURED = [
     ("ld.shared.v4.b32", [None if a is None else a * 16 for a in ODD], 4, 2),
     ("st.shared.b64", [0] * 32, 2, 0),
     ("st.shared.b64", [None if a is None else a * 8 for a in ODD], 2, 0),
-    ("cp.async.ca.shared.global.4", [4 * lane for lane in range(32)], 4, 3),
-    ("cp.async.ca.shared.global.8", [8 * lane for lane in range(32)], 4, 2),
-    ("cp.async.ca.shared.global.16", [16 * lane for lane in range(32)], 4, 0),
-    ("cp.async.ca.shared.global.4", [0] * 32, 32, 31),
-    ("cp.async.ca.shared.global.16", [0] * 32, 32, 28),
 ]
 
 
