@@ -109,8 +109,9 @@ def fused_step(
         )
         np.maximum(emax, zero_exponent, out=emax, where=has_zero)
     # Products are all zero when emax is below the smallest nonzero product's exponent, so the
-    # scale may be clamped there; np.ldexp scales by a power of two exactly.
-    scale = fraction_bits - np.maximum(emax, plan.smallest_product_exponent)
+    # scale may be clamped there.
+    scale = _power_of_two(
+        fraction_bits - np.maximum(emax, plan.smallest_product_exponent), plan.work)
     # The accumulator has at most 24 significant bits and its scaled value is below 2**(F + 1),
     # so np.ldexp is exact in float32 too (what underflows is below 1 and truncates to 0);
     # the cast to an integer truncates toward zero.
@@ -118,8 +119,22 @@ def fused_step(
     return _sum_truncated_products(a, b, scale, fraction_bits, acc_term), emax
 
 
+def _power_of_two(exponent: np.ndarray, dtype: type) -> np.ndarray:
+    """``2.0**exponent`` in a float dtype, built from bits (one pass instead of np.ldexp's).
+
+    Exponents below the dtype's normal range give its smallest normal number: a product scaled
+    by either is below 1 and truncates to 0. `work_plan` keeps the largest scale in range.
+    """
+    info = np.finfo(dtype)
+    uint = np.uint32 if dtype == np.float32 else np.uint64
+    biased = np.maximum(exponent, info.minexp) + (info.maxexp - 1)
+    return (biased.astype(uint) << uint(info.nmant)).view(dtype)
+
+
 def _sum_truncated_products(a, b, scale, fraction_bits, acc_term) -> np.ndarray:
-    """acc_term + sum over g of trunc(a[g] * b[g] * 2**scale), exactly, as ints (M, N, n).
+    """acc_term + sum over g of trunc(a[g] * b[g] * scale), exactly, as ints (M, N, n).
+
+    ``scale`` is a power of two in a's dtype, per output element.
 
     One product slice at a time, so the working set stays in cache. A term is below
     2**(F + 2) and the accumulator term below 2**(F + 1); the sum stays in int32 when that
@@ -135,7 +150,7 @@ def _sum_truncated_products(a, b, scale, fraction_bits, acc_term) -> np.ndarray:
     total = part if groups <= block else np.zeros(shape, np.int64)
     for g in range(groups):
         np.multiply(a[g][:, None, :], b[g][None, :, :], out=term)
-        np.ldexp(term, scale, out=term)
+        term *= scale  # exact: a power of two, and no scaled product is subnormal unless < 1
         np.copyto(truncated, term, casting="unsafe")  # float -> int truncates toward zero
         part += truncated
         if total is not part and ((g + 1) % block == 0 or g + 1 == groups):

@@ -154,6 +154,34 @@ class FloatFormat:
             bits = np.where(nan, self.uint(self.quiet_nan_bits()), bits)
         return bits
 
+    def round_scaled(
+        self,
+        total: np.ndarray,
+        exponent: np.ndarray,
+        rounding: Rounding = "rn",
+        overflow: Overflow = "ieee",
+        subnormals: bool = True,
+    ) -> np.ndarray:
+        """Bit patterns of ``total * 2**exponent`` rounded once, as `round` rounds it.
+
+        ``total``: integers below 2**53 in magnitude; ``exponent``: an int32 array.
+        """
+        if self.name == "f32" and rounding == "rz" and overflow == "inf" and (
+            exponent.size == 0 or exponent.min() >= self.emin
+        ):
+            # Every nonzero result is then at least 2**emin, a normal number or beyond: toward
+            # zero is keeping the integer's top 24 significant bits, and scaling that in
+            # float32 is exact (or overflows to inf, as the rule says). Zeros give +0.
+            x = total.astype(np.float64)
+            x.view(np.uint64)[...] &= np.uint64(0xFFFF_FFFF_E000_0000)
+            y = x.astype(np.float32)
+            with np.errstate(over="ignore"):
+                np.ldexp(y, exponent, out=y)
+            return y.view(np.uint32)
+        # |total| < 2**53 and the scale keeps it a normal float64, so this is exact.
+        exact = np.ldexp(total.astype(np.float64), exponent)
+        return self.round(exact, rounding, overflow, subnormals)
+
     def round(
         self,
         x: np.ndarray,

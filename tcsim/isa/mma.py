@@ -202,9 +202,7 @@ class _Engine:
             if has_special:
                 special = a_row_special[:, None, :] | b_col_special[None, :, :] | acc_special
                 total[special] = 0
-            # |total| < 2**53 and the scale keeps it a normal float64, so this is exact.
-            exact = np.ldexp(total.astype(np.float64), emax - F)
-            bits = fd.round(exact, rounding, overflow, rule.subnormal_outputs)
+            bits = fd.round_scaled(total, emax - F, rounding, overflow, rule.subnormal_outputs)
             if not rule.negative_zero:
                 bits[bits == self.negative_zero_bits] = 0
             if has_special:
