@@ -193,6 +193,26 @@ def line_set_patterns(rng: np.random.Generator) -> list[dict]:
     return out
 
 
+def small_patterns(rng: np.random.Generator) -> list[dict]:
+    """cp.async.ca: a few lanes of one lane group, sources in up to three consecutive lines,
+    destinations colliding on purpose (to separate how phases of different lines overlap)."""
+    out = []
+    for w in (16, 8, 4):
+        group = 128 // w
+        for t in range(200):
+            k = int(rng.integers(2, min(group, 7) + 1))
+            lanes = sorted(int(x) for x in rng.choice(group, k, replace=False))
+            lines = int(rng.integers(1, 4))
+            shared, source = [None] * 32, [0] * 32
+            for lane in lanes:
+                line, offset = int(rng.integers(0, lines)), int(rng.integers(0, 128 // w))
+                source[lane] = 128 * line + w * offset
+                shared[lane] = w * int(rng.integers(0, 256 // w))
+            out.append({"width": w, "shared": shared, "source": source, "family": "small",
+                        "label": f"{k} lanes over {lines} lines #{t}"})
+    return out
+
+
 def launch(p: dict, src: np.ndarray) -> Launch:
     spelling = ("cp.async.cg.shared.global.16" if p.get("cg") else
                 f"cp.async.ca.shared.global.{p['width']}")
@@ -210,12 +230,14 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=120)
     ap.add_argument("--only", choices=("ca", "cg"))
     ap.add_argument("--round", type=int, default=1, help="1: the survey; 2: permutations, "
-                    "scattered sources; 3: sets of lines")
+                    "scattered sources; 3: sets of lines; 4: small colliding sets")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     rng = np.random.default_rng(seed)
     todo = []
-    if args.round == 3:
+    if args.round == 4:
+        todo = small_patterns(rng)
+    elif args.round == 3:
         todo = line_set_patterns(rng)
     elif args.round == 2:
         todo = permutation_patterns(rng) + scattered_patterns(rng)

@@ -67,7 +67,8 @@ def test_bank_accounting_matches_nsight_compute(rng):
         sim = access(spelling, addresses, sources=sources)
         hw_wave, hw_conf = _measured(spelling, c)
         _log({"test": "smem", "instruction": spelling, "pattern": label, "shared": addresses,
-              "sources": sources, "sim_wavefronts": sim.wavefronts, "sim_ideal": sim.ideal,
+              "sources": None if sources is None else [int(g) for g in sources],
+              "sim_wavefronts": sim.wavefronts, "sim_ideal": sim.ideal,
               "sim_conflicts": sim.conflicts, "caveat": sim.caveat, "hw_wavefronts": hw_wave,
               "hw_conflicts": hw_conf, "ncu": c})
         if sim.caveat:  # outside what the model claims (L1 set conflicts): logged, counted
