@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .formats import FloatFormat
+from .formats import FloatFormat, at_least
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def fused_step(
     # Products are all zero when emax is below the smallest nonzero product's exponent, so the
     # scale may be clamped there.
     scale = _power_of_two(
-        fraction_bits - np.maximum(emax, plan.smallest_product_exponent), plan.work)
+        fraction_bits - at_least(emax, plan.smallest_product_exponent), plan.work)
     # The accumulator has at most 24 significant bits and its scaled value is below 2**(F + 1),
     # so np.ldexp is exact in float32 too (what underflows is below 1 and truncates to 0);
     # the cast to an integer truncates toward zero.
@@ -127,7 +127,7 @@ def _power_of_two(exponent: np.ndarray, dtype: type) -> np.ndarray:
     """
     info = np.finfo(dtype)
     uint = np.uint32 if dtype == np.float32 else np.uint64
-    biased = np.maximum(exponent, info.minexp) + (info.maxexp - 1)
+    biased = at_least(exponent, info.minexp) + (info.maxexp - 1)
     return (biased.astype(uint) << uint(info.nmant)).view(dtype)
 
 

@@ -116,8 +116,7 @@ class FloatFormat:
 
     def exponents(self, bits: np.ndarray, dtype: type = np.int32) -> np.ndarray:
         """The exponent field as an unbiased exponent (``emin`` for zeros and subnormals)."""
-        field = self.exponent_field(bits)
-        np.maximum(field, field.dtype.type(1), out=field)
+        field = at_least(self.exponent_field(bits), 1)
         return field.astype(dtype) - dtype(self.bias)
 
     def is_finite(self, bits: np.ndarray) -> np.ndarray:
@@ -243,6 +242,16 @@ class FloatFormat:
         if self.ignored_low_bits:
             bits = bits & self.uint(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF)
         return bits
+
+
+def at_least(x: np.ndarray, low: int, out: np.ndarray | None = None) -> np.ndarray:
+    """``np.maximum(x, low)`` for an integer array, several times faster.
+
+    numpy's integer maximum against a scalar runs element by element; against a row broadcast
+    over the leading axes it runs its vectorized loop.
+    """
+    row = np.full(x.shape[-1:], low, x.dtype)
+    return np.maximum(x, row, out=out)
 
 
 def _f16_values(h: np.ndarray, special: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from .adder import fused_step, special_step, work_plan
+from .formats import at_least
 from .fragments import check_matrix, mma_fragment, store_batch_last
 from .profiles import AdderRule, ArchProfile, profile
 from .quad_pair import ffma_lowering_bits
@@ -176,7 +177,7 @@ class _Engine:
         """Exact values, exponent fields (zeros marked when they align specially), specials."""
         field = fmt.exponent_field(bits)
         special = field == (1 << fmt.exponent_bits) - 1
-        np.maximum(field, field.dtype.type(1), out=field)
+        at_least(field, 1, out=field)
         exps = field.astype(self.plan.exponent) - self.plan.exponent(fmt.bias)
         values = fmt.values(bits, dtype, special)
         if self.mark_zeros:
