@@ -41,6 +41,10 @@ def patterns(rng: np.random.Generator) -> list[tuple[str, list, np.ndarray | Non
             cands.append(("random, some lanes out",
                           [int(x) * w if rng.random() < 0.7 else None
                            for x in rng.integers(0, 2048 // w, 32)]))
+            for t, share in enumerate((0.3, 0.5, 0.7, 0.9)):  # partial quarters, broadcasts
+                cands.append((f"random subset #{t}",
+                              [int(x) * w if rng.random() < share else None
+                               for x in rng.integers(0, 512 // w, 32)]))
             # Broadcast across the phases of wide accesses.
             cands.append(("half-warps identical", [(lane % 16) * w for lane in range(32)]))
             cands.append(("half-warps identical, reversed",

@@ -1,6 +1,6 @@
 """cp.async's shared-side accounting against Nsight Compute counts recorded on an H100.
 
-docs/evidence/cp_async_study_2026-11-22.jsonl.gz holds 1,330 one-warp probes from
+docs/evidence/cp_async_study_2026-11-22.jsonl.gz holds 1,930 one-warp probes from
 scripts/study_cp_async.py (shared and global addresses varied independently) with their
 counters. Every cp.async.cg count and every cp.async.ca count the model gives without a caveat
 must equal the hardware's.
@@ -54,17 +54,17 @@ def test_the_model_matches_every_recorded_probe_it_claims():
             wrong.append(f"{r['instruction']} [{r['label']}]: H100 {measured(r)}, "
                          f"tcsim {(a.wavefronts, a.conflicts)}")
     assert not wrong, "\n".join(wrong)
-    assert checked > 1000 and caveated < 250
+    assert checked > 1400 and caveated < 450
 
 
 # Single facts from the same evidence, each a rule of the model.
 def test_cached_copy_pipelines_lines_and_serializes_each_lines_bank():
     # 4-byte copies; lanes 8q..8q+7 all write shared word 4q and read 128-byte line q: each
     # line's eight writes queue on one bank, and line q starts one cycle after line q-1's first
-    # write: 8 + 3 wavefronts (the quarter-warp model said 32).
+    # write: 8 + 3 wavefronts (the quarter-warp model said 32). Colliding phases: a caveat.
     shared = [16 * (lane // 8) for lane in LANES]
     a = access("cp.async.ca.shared.global.4", shared, sources=16 * LANES)
-    assert (a.wavefronts, a.conflicts) == (11, 10)
+    assert (a.wavefronts, a.conflicts) == (11, 10) and "partly modeled" in a.caveat
     # The same writes from one 128-byte line: no pipeline, 8 writes per bank.
     a = access("cp.async.ca.shared.global.4", shared, sources=4 * LANES)
     assert (a.wavefronts, a.conflicts) == (8, 7)
