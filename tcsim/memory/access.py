@@ -256,7 +256,21 @@ def access(instruction: str, addresses, *, size: int | None = None,
     else:
         ideal = sum(-(-int(active[list(g)].sum()) * inst.bytes_per_address // 128)
                     for g in ideal_rule)
-    return Access(inst.spelling, wavefronts, ideal, table)
+    return Access(inst.spelling, wavefronts, ideal, table, _partial_caveat(inst, active))
+
+
+PARTIAL_CAVEAT = ("64- and 128-bit ld.shared with partly active half- or quarter-warps: when the "
+                  "hardware serves two of them together, and how Nsight Compute counts the ideal "
+                  "then, is not fully modeled")
+
+
+def _partial_caveat(inst: SharedInstruction, active: np.ndarray) -> str | None:
+    """Sparse wide loads: exact in most measured cases, but not in all (docs/bank-conflicts.md)."""
+    if inst.kind != "ld" or inst.bytes_per_address < 8:
+        return None
+    size = 16 if inst.bytes_per_address == 8 else 8
+    counts = active.reshape(-1, size).sum(axis=1)
+    return PARTIAL_CAVEAT if ((counts > 0) & (counts < size)).any() else None
 
 
 def _copy_access(inst: SharedInstruction, addr, active, sources) -> Access:
