@@ -52,6 +52,17 @@ def test_kernel_counter_tables_are_current():
     assert shown.count(" / ") > 100
 
 
+def test_smem_evidence_table_is_current():
+    import runpy
+
+    text = (DOCS / "bank-conflicts.md").read_text()
+    source, shown = re.search(r"<!-- smem-table (\S+) -->\n(.*?)<!-- /smem-table -->",
+                              text, re.S).groups()
+    tables = runpy.run_path(str(DOCS.parent / "scripts" / "smem_table.py"))["tables"]
+    assert shown == tables(str(DOCS.parent / source))
+    assert shown.count("| ") > 20
+
+
 def test_kernels_doc_python_example_runs(capsys):
     text = (DOCS / "kernels.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
