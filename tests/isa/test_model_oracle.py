@@ -6,6 +6,7 @@ tests/oracle.py, and sm_90's m8n8k4 against a scalar FFMA sequence. A batch larg
 several chunks on the thread pool is checked too, through a random sample of its instructions.
 """
 
+import math
 import struct
 
 import numpy as np
@@ -54,7 +55,7 @@ def as_float(name, bits):
         return float("nan")
     if kind == "inf":
         return sign * float("inf")
-    return sign * sig * 2.0 ** (exp - {"f16": 10, "f32": 23}[name])
+    return math.copysign(sig * 2.0 ** (exp - {"f16": 10, "f32": 23}[name]), sign)  # keeps -0
 
 
 def fl(x):
