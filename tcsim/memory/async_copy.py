@@ -59,8 +59,7 @@ def cached_copy(width: int, shared: np.ndarray, sources: np.ndarray, active: np.
     """``cp.async.ca``: (wavefronts, ideal, per-phase bank words, caveat or None)."""
     lanes = np.flatnonzero(active)
     lines = sources // LINE
-    first_seen = {int(line): i for i, line in reversed(list(enumerate(lines[lanes])))}
-    order = sorted(first_seen, key=first_seen.get)
+    order = list(dict.fromkeys(int(line) for line in lines[lanes]))  # by first lane
     pass_of = {line: i // LINES_PER_PASS for i, line in enumerate(order)}
     per_group = LINE // width
     wavefronts = ideal = 0
