@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from tcsim.hw.profile import Launch, find_ncu, profile
-from tcsim.hw.smem_probes import SMEM_BYTES, kernel_name
+from tcsim.hw.smem_probes import SMEM_BYTES, probe_launch
 
 GLOBAL_BYTES = 1024 * 1024
 BASE_METRICS = (
@@ -216,10 +216,7 @@ def small_patterns(rng: np.random.Generator) -> list[dict]:
 def launch(p: dict, src: np.ndarray) -> Launch:
     spelling = ("cp.async.cg.shared.global.16" if p.get("cg") else
                 f"cp.async.ca.shared.global.{p['width']}")
-    addr = np.array([-1 if a is None else a for a in p["shared"]] + p["source"], np.int32)
-    return Launch("smem_probes.cu", kernel_name(spelling), (1,), (32,),
-                  [addr, np.zeros(128, np.uint32), src, np.zeros(SMEM_BYTES // 4, np.uint32), 0],
-                  p["label"])
+    return probe_launch(spelling, p["shared"], src, p["source"], label=p["label"])
 
 
 def main() -> None:

@@ -14,11 +14,9 @@ typedef unsigned int uint32_t;
 typedef unsigned short uint16_t;
 typedef unsigned long long uint64_t;
 
-#ifndef MMA_K
-#define MMA_K 8
-#endif
-#ifndef STAGES
-#define STAGES 1
+// Tile sizes, MMA_K and STAGES come from the twin (tcsim/hw/twins.py writes every default).
+#if !defined(MMA_K) || !defined(STAGES)
+#error "gemm.cuh: include it from a kernel twin, which defines MMA_K and STAGES"
 #endif
 // Planted bugs (tcsim/kernels/planted.py): each 1 turns one correct line into a bug.
 #ifndef PLANT_MISSING_BARRIER

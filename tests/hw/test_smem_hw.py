@@ -12,8 +12,8 @@ import pytest
 from smem_patterns import patterns
 
 from tcsim.hw import runtime
-from tcsim.hw.profile import SHARED_METRICS, Launch, profile
-from tcsim.hw.smem_probes import SMEM_BYTES, kernel_name
+from tcsim.hw.profile import SHARED_METRICS, profile
+from tcsim.hw.smem_probes import SMEM_BYTES, kernel_name, measured, probe_launch
 from tcsim.memory import SharedMemory, access
 from tcsim.memory.access import parse_instruction
 from tcsim.trace import LDGSTS_CONFLICTS, LDGSTS_WAVEFRONTS
@@ -23,19 +23,6 @@ pytestmark = pytest.mark.hw
 SRC_WORDS = SMEM_BYTES // 4 + 32 * 4
 # Global bytes past SMEM_BYTES that cp.async probes may read (tests/smem_patterns.py).
 COPY_SOURCE_BYTES = 16 * 1024
-# cp.async.ca: l1tex__data_pipe_lsu_wavefronts_mem_shared also counts 1 wavefront of the probe
-# with no copy executed and 3 more once a copy executes (docs/bank-conflicts.md).
-CA_OTHER_WAVEFRONTS = 4
-
-
-def _launch(spelling, addresses, label, src, mode=0, sources=None):
-    shared = [-1 if a is None else a for a in addresses]
-    sources = [0] * 32 if sources is None else [int(g) for g in sources]
-    addr = np.array(shared + sources, np.int32)
-    out = np.zeros(32 * 4, np.uint32)
-    dump = np.zeros(SMEM_BYTES // 4, np.uint32)
-    return Launch("smem_probes.cu", kernel_name(spelling), (1,), (32,),
-                  [addr, out, src, dump, mode], label)
 
 
 def _log(record):
@@ -45,27 +32,15 @@ def _log(record):
             f.write(json.dumps(record, default=int) + "\n")
 
 
-def _measured(spelling, c):
-    """(wavefronts, conflicts) from the counters that see this instruction."""
-    if spelling.startswith("cp.async.cg"):  # only the SASS-level bypass counters see it
-        return c[LDGSTS_WAVEFRONTS], c[LDGSTS_CONFLICTS]
-    if spelling.startswith("cp.async"):
-        return (c["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] - CA_OTHER_WAVEFRONTS,
-                c["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"])
-    side = "st" if parse_instruction(spelling).is_store else "ld"
-    return (c[f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{side}.sum"],
-            c[f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{side}.sum"])
-
-
 def test_bank_accounting_matches_nsight_compute(rng):
     cases = patterns(rng)
     src = np.zeros((SMEM_BYTES + COPY_SOURCE_BYTES) // 4, np.uint32)
-    counters = profile([_launch(s, a, label, src, sources=g) for s, a, g, label in cases],
+    counters = profile([probe_launch(s, a, src, g, label=label) for s, a, g, label in cases],
                        SHARED_METRICS + (LDGSTS_WAVEFRONTS, LDGSTS_CONFLICTS))
     bad, caveated = [], []
     for (spelling, addresses, sources, label), c in zip(cases, counters):
         sim = access(spelling, addresses, sources=sources)
-        hw_wave, hw_conf = _measured(spelling, c)
+        hw_wave, hw_conf = measured(spelling, c)
         _log({"test": "smem", "instruction": spelling, "pattern": label, "shared": addresses,
               "sources": None if sources is None else [int(g) for g in sources],
               "sim_wavefronts": sim.wavefronts, "sim_ideal": sim.ideal,

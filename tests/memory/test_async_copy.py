@@ -13,31 +13,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tcsim.hw.smem_probes import measured
 from tcsim.memory import SharedMemory, access
 from tcsim.memory.access import SharedMemoryError
 
 EVIDENCE = Path(__file__).parents[2] / "docs/evidence/cp_async_study_2026-11-22.jsonl.gz"
-BYPASS = "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts_cache_bypass.sum"
-BYPASS_CONFLICTS = \
-    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts_cache_bypass.sum"
-SHARED = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
-CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"
-# The probe's other shared-pipe wavefronts: 1 with no copy executed (measured with every lane
-# off), 3 more once a cp.async.ca executes (one lane, one line: 5 in all).
-CA_OTHER_WAVEFRONTS = 4
 LANES = np.arange(32)
 
 
 def _records():
     with gzip.open(EVIDENCE, "rt") as f:
         return [json.loads(line) for line in f]
-
-
-def measured(record) -> tuple[int, int]:
-    c = record["ncu"]
-    if ".cg." in record["instruction"]:
-        return int(c[BYPASS]), int(c[BYPASS_CONFLICTS])
-    return int(c[SHARED]) - CA_OTHER_WAVEFRONTS, int(c[CONFLICTS])
 
 
 def test_the_model_matches_every_recorded_probe_it_claims():
@@ -50,8 +36,9 @@ def test_the_model_matches_every_recorded_probe_it_claims():
             assert ".ca." in r["instruction"]
             continue
         checked += 1
-        if (a.wavefronts, a.conflicts) != measured(r):
-            wrong.append(f"{r['instruction']} [{r['label']}]: H100 {measured(r)}, "
+        hw = measured(r["instruction"], r["ncu"])
+        if (a.wavefronts, a.conflicts) != hw:
+            wrong.append(f"{r['instruction']} [{r['label']}]: H100 {hw}, "
                          f"tcsim {(a.wavefronts, a.conflicts)}")
     assert not wrong, "\n".join(wrong)
     assert checked > 1400 and caveated < 450
@@ -116,11 +103,14 @@ def test_default_sources_are_one_contiguous_range():
 
 
 def test_shared_memory_store_passes_sources_through():
+    # Contiguous 4-byte writes from four lines (sources 16 apart): 4 wavefronts on the H100;
+    # from one line (the default sources) they would be 1.
     sm = SharedMemory(4096)
     values = np.arange(32 * 4, dtype=np.uint8).reshape(32, 4)
-    sm.store("cp.async.ca.shared.global.4", [16 * (lane // 8) + 4 * (lane % 4) for lane in LANES],
-             values, site="copy", sources=16 * LANES)
-    assert sm.totals()["copy"]["wavefronts"] > 1
+    sm.store("cp.async.ca.shared.global.4", [4 * lane for lane in LANES], values, site="copy",
+             sources=16 * LANES)
+    assert sm.totals()["copy"]["wavefronts"] == 4
+    assert np.array_equal(sm.view(0, np.uint8, 128).reshape(32, 4), values)
 
 
 def test_bad_sources_are_named():
