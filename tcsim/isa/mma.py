@@ -21,7 +21,10 @@ from .profiles import AdderRule, ArchProfile, profile
 from .quad_pair import ffma_lowering_bits
 from .qualifier import MmaSpec, parse
 
-CHUNK = 2048  # instructions per chunk: long numpy inner loops, working set near L2
+# Instructions per chunk: long numpy inner loops and a working set near L2. Not 2,048: batch-last
+# rows must not be a multiple of 1 KiB long, or the batch-first copies thrash a few cache sets
+# (see store_batch_last).
+CHUNK = 2032
 
 
 def mma(
