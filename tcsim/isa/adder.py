@@ -23,7 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .formats import FloatFormat, at_least
+from .formats import FloatFormat, at_most
+
+# Exponent given to zero accumulators (int32): below every real exponent, so the max ignores it.
+ACCUMULATOR_ZERO = -(1 << 24)
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class WorkPlan:
     """Dtypes that make a step exact and fast for one operand format and fraction width."""
 
     work: type  # float dtype products are formed in
-    exponent: type  # int dtype of exponent fields and their pairwise sums
+    exponent: type  # int dtype of operand exponent fields and their pairwise sums
     zero_sentinel: int  # exponent given to zero operands so that the max ignores them
     smallest_product_exponent: int  # lowest ea + eb of a nonzero product
 
@@ -44,11 +47,15 @@ def work_plan(
 ) -> WorkPlan:
     """Pick the narrowest dtypes in which a step is exact (see module doc).
 
-    ``accumulators``: the formats the accumulator term can have (C's and D's)."""
+    ``accumulators``: the formats the accumulator term can have (C's and D's). Accumulator
+    exponents are int32 (`ACCUMULATOR_ZERO` for zeros); operand exponents and their pairwise
+    sums take the narrowest int dtype that holds them, int8 for f16 (twice as fast as int16).
+    """
     sig_bits = 2 * (operand.fraction_bits + 1)
     lowest = 2 * operand.emin  # exponent-field sum of two subnormals
     smallest = 2 * (operand.emin - operand.fraction_bits)  # smallest nonzero product
     largest = 2 * operand.emax + 2  # products are below 2**(2 emax + 2)
+    highest_term = max([2 * operand.emax] + [acc.emax for acc in accumulators])
     f32 = np.finfo(np.float32)
     fits32 = (
         sig_bits <= f32.nmant + 1
@@ -58,13 +65,13 @@ def work_plan(
     )
     work = np.float32 if fits32 else np.float64
     assert sig_bits <= 53 and largest < 1000 and smallest > -1000
-    # The sentinel must stay below every real exponent (a product's, even with the largest
-    # exponent on its other factor, and an accumulator's), and twice it must not wrap around.
-    real_lowest = min([lowest] + [acc.emin for acc in accumulators])
-    real_highest = max([lowest + 2 * operand.emax] + [acc.emax for acc in accumulators])
+    # The smallest inverse quantum is a normal number, so `_power_of_two` needs no lower clamp.
+    assert fraction_bits - highest_term >= np.finfo(work).minexp
+    # The sentinel must stay below every real product exponent, even with the largest exponent
+    # on the other factor, and twice it must not wrap around.
     for exponent in (np.int8, np.int16):
         sentinel = np.iinfo(exponent).min // 2 + 4
-        if sentinel + operand.emax < real_lowest and real_highest <= np.iinfo(exponent).max:
+        if sentinel + operand.emax < lowest and 2 * operand.emax <= np.iinfo(exponent).max:
             return WorkPlan(work, exponent, sentinel, lowest)
     raise AssertionError(f"no exponent dtype fits {operand.name}")
 
@@ -83,52 +90,54 @@ def fused_step(
     """One fused addition of the G products ``a[g] * b[g]`` and an accumulator.
 
     Operands come batch-last: ``a`` (G, M, n) and ``b`` (G, N, n) exact values in ``plan.work``
-    with their exponent fields ``a_exponent``, ``b_exponent`` (``plan.exponent``); ``acc``
-    (M, N, n) exact values (float32 or float64) with exponent fields ``acc_exponent``. When
-    ``zero_exponent`` is set, zero operands carry ``plan.zero_sentinel`` and any zero term
-    brings ``zero_exponent`` to the alignment (callers pass None when that floor can never
-    exceed a nonzero term's exponent); otherwise zeros align by their exponent fields.
+    with their exponent fields ``a_exponent``, ``b_exponent`` (``plan.exponent``, zeros at
+    ``plan.zero_sentinel``); ``acc`` (M, N, n) exact float32 values with int32 exponent fields
+    ``acc_exponent`` (zeros at `ACCUMULATOR_ZERO`). When ``zero_exponent`` is set, any zero
+    term brings ``zero_exponent`` to the alignment (callers pass None when that floor can never
+    exceed a nonzero term's exponent); otherwise zeros drop out of it.
 
     Returns ``(total, emax)`` (M, N, n): the exact sum is ``total * 2**(emax - fraction_bits)``.
     """
-    # emax[m, n] = max over g of a_exponent[g, m] + b_exponent[g, n], and the accumulator's;
-    # zeros carry the plan's sentinel, so they drop out of the max.
-    emax = acc_exponent.astype(plan.exponent)
-    pair = np.empty_like(emax)
-    for g in range(a.shape[0]):
+    # emax[m, n] = max over g of a_exponent[g, m] + b_exponent[g, n], and the accumulator's.
+    products = np.add(a_exponent[0][:, None, :], b_exponent[0][None, :, :])
+    pair = np.empty_like(products)
+    for g in range(1, a.shape[0]):
         np.add(a_exponent[g][:, None, :], b_exponent[g][None, :, :], out=pair)
-        np.maximum(emax, pair, out=emax)
-    emax = emax.astype(np.int32)
+        np.maximum(products, pair, out=products)
+    emax = np.maximum(acc_exponent, products, dtype=np.int32)
     if zero_exponent is not None:
         # A zero product needs a zero factor, so "any zero term" separates into rows,
         # columns and the accumulator.
         has_zero = (
             plan.is_zero(a_exponent).any(axis=0)[:, None, :]
             | plan.is_zero(b_exponent).any(axis=0)[None, :, :]
-            | plan.is_zero(acc_exponent)
+            | (acc_exponent == ACCUMULATOR_ZERO)
         )
         np.maximum(emax, zero_exponent, out=emax, where=has_zero)
-    # Products are all zero when emax is below the smallest nonzero product's exponent, so the
-    # scale may be clamped there.
-    scale = _power_of_two(
-        fraction_bits - at_least(emax, plan.smallest_product_exponent), plan.work)
     # The accumulator has at most 24 significant bits and its scaled value is below 2**(F + 1),
-    # so np.ldexp is exact in float32 too (what underflows is below 1 and truncates to 0);
-    # the cast to an integer truncates toward zero.
-    acc_term = np.ldexp(acc, fraction_bits - emax).astype(np.int32)
+    # so np.ldexp is exact in float32 (what underflows is below 1 and truncates to 0); the
+    # cast to an integer truncates toward zero.
+    inverse_quantum = fraction_bits - emax  # exponent of 1 / 2**(emax - F)
+    acc_term = np.ldexp(acc, inverse_quantum).astype(np.int32)
+    # Products are all zero when emax is below the smallest nonzero product's exponent, so
+    # their scale may be clamped there.
+    scale = _power_of_two(inverse_quantum, fraction_bits - plan.smallest_product_exponent,
+                          plan.work)
     return _sum_truncated_products(a, b, scale, fraction_bits, acc_term), emax
 
 
-def _power_of_two(exponent: np.ndarray, dtype: type) -> np.ndarray:
-    """``2.0**exponent`` in a float dtype, built from bits (one pass instead of np.ldexp's).
+def _power_of_two(exponent: np.ndarray, highest: int, dtype: type) -> np.ndarray:
+    """``2.0**min(exponent, highest)`` in a float dtype, built from bits.
 
-    Exponents below the dtype's normal range give its smallest normal number: a product scaled
-    by either is below 1 and truncates to 0. `work_plan` keeps the largest scale in range.
+    `work_plan` keeps every such power a normal number of the dtype.
     """
     info = np.finfo(dtype)
-    uint = np.uint32 if dtype == np.float32 else np.uint64
-    biased = at_least(exponent, info.minexp) + (info.maxexp - 1)
-    return (biased.astype(uint) << uint(info.nmant)).view(dtype)
+    bias = info.maxexp - 1
+    biased = exponent + bias
+    at_most(biased, highest + bias, out=biased)
+    if dtype == np.float32:
+        return np.left_shift(biased, 23, out=biased).view(np.float32)
+    return (biased.astype(np.uint64) << np.uint64(info.nmant)).view(dtype)
 
 
 def _sum_truncated_products(a, b, scale, fraction_bits, acc_term) -> np.ndarray:
@@ -143,16 +152,14 @@ def _sum_truncated_products(a, b, scale, fraction_bits, acc_term) -> np.ndarray:
     groups = a.shape[0]
     term_bound = 1 << (fraction_bits + 2)
     block = max(1, ((1 << 31) - term_bound // 2) // term_bound)
-    shape = scale.shape
-    term = np.empty(shape, a.dtype)
-    truncated = np.empty(shape, np.int32)
+    term = np.empty(scale.shape, a.dtype)
     part = acc_term
-    total = part if groups <= block else np.zeros(shape, np.int64)
+    total = part if groups <= block else np.zeros(scale.shape, np.int64)
     for g in range(groups):
         np.multiply(a[g][:, None, :], b[g][None, :, :], out=term)
         term *= scale  # exact: a power of two, and no scaled product is subnormal unless < 1
-        np.copyto(truncated, term, casting="unsafe")  # float -> int truncates toward zero
-        part += truncated
+        # The cast to int32 truncates toward zero.
+        np.add(part, term, out=part, dtype=np.int32, casting="unsafe")
         if total is not part and ((g + 1) % block == 0 or g + 1 == groups):
             total += part
             part[...] = 0

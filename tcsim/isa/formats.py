@@ -91,10 +91,11 @@ class FloatFormat:
     # ---- decoding ----------------------------------------------------------------------------
 
     def values(self, bits: np.ndarray, dtype: type = np.float64,
-               special: np.ndarray | None = None) -> np.ndarray:
+               special: np.ndarray | bool | None = None) -> np.ndarray:
         """Exact values of bit patterns as ``dtype`` (float64 holds every format here exactly).
 
-        ``special``: the mask of infinities and NaNs when the caller already has it.
+        ``special``: the mask of infinities and NaNs when the caller already has it, or False
+        when the caller knows there are none.
         """
         b = np.asarray(bits)
         with np.errstate(invalid="ignore"):  # NaN payloads convert to NaN
@@ -160,17 +161,20 @@ class FloatFormat:
         rounding: Rounding = "rn",
         overflow: Overflow = "ieee",
         subnormals: bool = True,
+        negative_zero: bool = True,
     ) -> np.ndarray:
         """Bit patterns of ``total * 2**exponent`` rounded once, as `round` rounds it.
 
         ``total``: integers below 2**53 in magnitude; ``exponent``: an int32 array.
+        ``negative_zero=False``: results that round to -0 are written as +0.
         """
         if self.name == "f32" and rounding == "rz" and overflow == "inf" and (
             exponent.size == 0 or exponent.min() >= self.emin
         ):
             # Every nonzero result is then at least 2**emin, a normal number or beyond: toward
             # zero is keeping the integer's top 24 significant bits, and scaling that in
-            # float32 is exact (or overflows to inf, as the rule says). Zeros give +0.
+            # float32 is exact (or overflows to inf, as the rule says). Only a zero total gives
+            # a zero, and it is +0.
             x = total.astype(np.float64)
             x.view(np.uint64)[...] &= np.uint64(0xFFFF_FFFF_E000_0000)
             y = x.astype(np.float32)
@@ -179,7 +183,10 @@ class FloatFormat:
             return y.view(np.uint32)
         # |total| < 2**53 and the scale keeps it a normal float64, so this is exact.
         exact = np.ldexp(total.astype(np.float64), exponent)
-        return self.round(exact, rounding, overflow, subnormals)
+        bits = self.round(exact, rounding, overflow, subnormals)
+        if not negative_zero:
+            bits[bits == self.uint(1 << (self.storage_bits - 1))] = 0
+        return bits
 
     def round(
         self,
@@ -250,11 +257,19 @@ def at_least(x: np.ndarray, low: int, out: np.ndarray | None = None) -> np.ndarr
     numpy's integer maximum against a scalar runs element by element; against a row broadcast
     over the leading axes it runs its vectorized loop.
     """
-    row = np.full(x.shape[-1:], low, x.dtype)
-    return np.maximum(x, row, out=out)
+    return np.maximum(x, _row(x, low), out=out)
 
 
-def _f16_values(h: np.ndarray, special: np.ndarray) -> np.ndarray:
+def at_most(x: np.ndarray, high: int, out: np.ndarray | None = None) -> np.ndarray:
+    """``np.minimum(x, high)`` for an integer array, the fast way `at_least` takes."""
+    return np.minimum(x, _row(x, high), out=out)
+
+
+def _row(x: np.ndarray, value: int) -> np.ndarray:
+    return np.full(x.shape[-1:], value, x.dtype)
+
+
+def _f16_values(h: np.ndarray, special: np.ndarray | bool) -> np.ndarray:
     """f16 bits -> exact float32 values, much faster than numpy's element-by-element cast.
 
     Shifting the f16 word into the top of an int32 and arithmetic-shifting it right by 3 puts
@@ -267,7 +282,7 @@ def _f16_values(h: np.ndarray, special: np.ndarray) -> np.ndarray:
     w &= np.int32(-0x70000001)  # clear bits 30..28
     out = w.view(np.float32)
     out *= np.float32(2.0**112)
-    if special.any():
+    if special is not False and special.any():
         out[special] = h[special].view(np.float16).astype(np.float32)
     return out
 

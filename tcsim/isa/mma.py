@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .adder import fused_step, special_step, work_plan
+from .adder import ACCUMULATOR_ZERO, fused_step, special_step, work_plan
 from .formats import at_least
 from .fragments import check_matrix, mma_fragment, store_batch_last
 from .profiles import AdderRule, ArchProfile, profile
@@ -174,25 +174,36 @@ class _Engine:
         self.mark_zeros = zero is not None
         lowest_term = min(self.plan.smallest_product_exponent, self.fc.emin, self.fd.emin)
         self.zero_exponent = zero if zero is not None and zero > lowest_term else None
-        self.negative_zero_bits = self.fd.uint(1 << (self.fd.storage_bits - 1))
 
-    def _operand(self, fmt, bits: np.ndarray, dtype):
-        """Exact values, exponent fields (zeros marked when they align specially), specials."""
+    def _operand(self, fmt, bits: np.ndarray, work, exponent, zero_exponent):
+        """Exact values in ``work``, exponent fields in ``exponent`` with zeros at
+        ``zero_exponent`` when the rule marks them, and the mask of infinities and NaNs (None
+        when there are none)."""
         field = fmt.exponent_field(bits)
-        special = field == (1 << fmt.exponent_bits) - 1
-        at_least(field, 1, out=field)
-        exps = field.astype(self.plan.exponent) - self.plan.exponent(fmt.bias)
-        values = fmt.values(bits, dtype, special)
+        all_ones = (1 << fmt.exponent_bits) - 1
+        special = field == all_ones if field.max(initial=0) == all_ones else None
+        exps = field.astype(exponent, copy=False) if field.dtype.itemsize != np.dtype(
+            exponent).itemsize else field.view(exponent)  # fields are far below the sign bit
+        at_least(exps, 1, out=exps)
+        exps -= exponent(fmt.bias)
+        values = fmt.values(bits, work, special if special is not None else False)
         if self.mark_zeros:
-            exps[values == 0] = self.plan.zero_sentinel
+            np.copyto(exps, exponent(zero_exponent), where=values == 0)
         return values, exps, special
+
+    def _input(self, fmt, bits: np.ndarray):
+        return self._operand(fmt, bits, self.plan.work, self.plan.exponent,
+                             self.plan.zero_sentinel)
+
+    def _accumulator(self, fmt, bits: np.ndarray):
+        return self._operand(fmt, bits, np.float32, np.int32, ACCUMULATOR_ZERO)
 
     def run(self, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray) -> np.ndarray:
         rule, F, fd = self.rule, self.rule.fraction_bits, self.fd
         rounding, overflow = rule.output_rounding[self.spec.d_type], rule.overflow[self.spec.d_type]
-        a, ea, a_special = self._operand(self.fin, a_bits, self.plan.work)  # (K, M, n)
-        b, eb, b_special = self._operand(self.fin, b_bits, self.plan.work)  # (K, N, n)
-        acc, acc_e, acc_special = self._operand(self.fc, c_bits, np.float32)  # (M, N, n)
+        a, ea, a_special = self._input(self.fin, a_bits)  # (K, M, n)
+        b, eb, b_special = self._input(self.fin, b_bits)  # (K, N, n)
+        acc, acc_e, acc_special = self._accumulator(self.fc, c_bits)  # (M, N, n)
         k = a.shape[0]
         for start in range(0, k, rule.group_size):
             g = slice(start, min(start + rule.group_size, k))
@@ -200,19 +211,15 @@ class _Engine:
                 total, emax = fused_step(
                     a[g], ea[g], b[g], eb[g], acc, acc_e, F, self.plan, self.zero_exponent
                 )
-            a_row_special = a_special[g].any(axis=0)  # (M, n)
-            b_col_special = b_special[g].any(axis=0)  # (N, n)
-            has_special = a_row_special.any() or b_col_special.any() or acc_special.any()
-            if has_special:
-                special = a_row_special[:, None, :] | b_col_special[None, :, :] | acc_special
+            special = _special_outputs(a_special, b_special, acc_special, g, total.shape)
+            if special is not None:
                 total[special] = 0
-            bits = fd.round_scaled(total, emax - F, rounding, overflow, rule.subnormal_outputs)
-            if not rule.negative_zero:
-                bits[bits == self.negative_zero_bits] = 0
-            if has_special:
+            bits = fd.round_scaled(total, emax - F, rounding, overflow, rule.subnormal_outputs,
+                                   negative_zero=rule.negative_zero)
+            if special is not None:
                 bits = self._specials(bits, special, a[g], b[g], acc)
             if g.stop < k:
-                acc, acc_e, acc_special = self._operand(fd, bits, np.float32)
+                acc, acc_e, acc_special = self._accumulator(fd, bits)
         return bits
 
     def _specials(self, bits, special, a, b, acc):
@@ -224,3 +231,16 @@ class _Engine:
         inf = np.where(negative, self.fd.inf_bits(True), self.fd.inf_bits(False))
         fixed = np.where(is_nan, nan, inf).astype(bits.dtype)
         return np.where(special, fixed, bits)
+
+
+def _special_outputs(a_special, b_special, acc_special, g: slice, shape) -> np.ndarray | None:
+    """Mask (M, N, n) of the outputs of step ``g`` that have an infinity or NaN among their
+    inputs, or None when none has; the operand masks are None when their operand has none."""
+    if a_special is None and b_special is None and acc_special is None:
+        return None
+    special = np.zeros(shape, bool) if acc_special is None else acc_special.copy()
+    if a_special is not None:
+        special |= a_special[g].any(axis=0)[:, None, :]
+    if b_special is not None:
+        special |= b_special[g].any(axis=0)[None, :, :]
+    return special if special.any() else None
