@@ -142,10 +142,16 @@ class FragmentMap:
             return r
         return r.view(np.uint16)  # a view: writes through to the registers
 
-    def registers_to_batch_last(self, regs: np.ndarray, transpose: bool = False) -> np.ndarray:
-        """Registers (n, 32, registers) -> matrix bits (rows, cols, n), or (cols, rows, n)."""
+    def registers_to_batch_last(self, regs: np.ndarray, transpose: bool = False,
+                                out: np.ndarray | None = None) -> np.ndarray:
+        """Registers (n, 32, registers) -> matrix bits (rows, cols, n), or (cols, rows, n);
+        into ``out`` when given."""
         m = self.scatter_bits(self.from_registers(regs))  # (n, rows, cols)
-        return np.ascontiguousarray(m.transpose(2, 1, 0) if transpose else m.transpose(1, 2, 0))
+        m = m.transpose(2, 1, 0) if transpose else m.transpose(1, 2, 0)
+        if out is None:
+            return np.ascontiguousarray(m)
+        np.copyto(out, m)
+        return out
 
     def batch_last_elements(self, matrix_bits: np.ndarray) -> np.ndarray:
         """Matrix bits (rows, cols, n) -> per-lane elements laid out batch-last (32, E, n)."""

@@ -69,8 +69,10 @@ def mma_regs(
     d_elements = fd.from_registers(d)  # a view: (n, 32, elements) in D's storage type
 
     def load(s: int, e: int):
-        return (fa.registers_to_batch_last(a[s:e], transpose=True),
-                fb.registers_to_batch_last(b[s:e]), fc.registers_to_batch_last(c[s:e]))
+        ab = _stacked_inputs(spec, e - s, fa.format.uint)
+        fa.registers_to_batch_last(a[s:e], out=ab[:, :spec.m], transpose=True)
+        fb.registers_to_batch_last(b[s:e], out=ab[:, spec.m:])
+        return ab, fc.registers_to_batch_last(c[s:e])
 
     def store(s: int, e: int, bits: np.ndarray) -> None:
         store_batch_last(d_elements[s:e], fd.batch_last_elements(bits))
@@ -121,8 +123,10 @@ def mma_bits(
     D = np.empty((A.shape[0], spec.m, spec.n), spec.format("d").uint)
 
     def load(s: int, e: int):
-        return tuple(np.ascontiguousarray(x[s:e].transpose(order))
-                     for x, order in ((A, (2, 1, 0)), (B, (1, 2, 0)), (C, (1, 2, 0))))
+        ab = _stacked_inputs(spec, e - s, A.dtype)
+        np.copyto(ab[:, :spec.m], A[s:e].transpose(2, 1, 0))
+        np.copyto(ab[:, spec.m:], B[s:e].transpose(1, 2, 0))
+        return ab, _batch_last(C[s:e])
 
     def store(s: int, e: int, bits: np.ndarray) -> None:
         store_batch_last(D[s:e], bits)
@@ -131,11 +135,26 @@ def mma_bits(
     return D.reshape(batch + (spec.m, spec.n))
 
 
+def _batch_last(x: np.ndarray, block: int = CHUNK // 4) -> np.ndarray:
+    """(n, rows, cols) -> (rows, cols, n), a block of instructions at a time: a whole chunk of
+    f32 matrices and its copy overflow L2, which makes one big copy 30% slower."""
+    out = np.empty(x.shape[1:] + x.shape[:1], x.dtype)
+    for s in range(0, x.shape[0], block):
+        np.copyto(out[..., s:s + block], x[s:s + block].transpose(1, 2, 0))
+    return out
+
+
+def _stacked_inputs(spec: MmaSpec, count: int, dtype) -> np.ndarray:
+    """Room for a chunk's A (K, M, count) and B (K, N, count) bits, stacked along the rows:
+    one array, so that both are decoded by the same numpy calls."""
+    return np.empty((spec.k, spec.m + spec.n, count), dtype)
+
+
 def _execute(spec: MmaSpec, rule: AdderRule, n: int, load, store) -> None:
     """Run the engine over ``n`` instructions in cache-sized chunks, on the thread pool.
 
-    ``load(s, e)`` gives chunk [s, e) as bits laid out batch-last: A as (K, M, c), B as
-    (K, N, c), C as (M, N, c); ``store(s, e, d)`` takes D as (M, N, c).
+    ``load(s, e)`` gives chunk [s, e) as bits laid out batch-last: A and B as one
+    `_stacked_inputs` array, C as (M, N, c); ``store(s, e, d)`` takes D as (M, N, c).
     """
     engine = _Engine(spec, rule)
     starts = range(0, n, CHUNK)
@@ -175,10 +194,9 @@ class _Engine:
         lowest_term = min(self.plan.smallest_product_exponent, self.fc.emin, self.fd.emin)
         self.zero_exponent = zero if zero is not None and zero > lowest_term else None
 
-    def _operand(self, fmt, bits: np.ndarray, work, exponent, zero_exponent):
-        """Exact values in ``work``, exponent fields in ``exponent`` with zeros at
-        ``zero_exponent`` when the rule marks them, and the mask of infinities and NaNs (None
-        when there are none)."""
+    def _operand(self, fmt, bits: np.ndarray, work, exponent, zero_mark: int | None):
+        """Exact values in ``work``, exponent fields in ``exponent`` with zeros at ``zero_mark``
+        (unless it is None), and the mask of infinities and NaNs (None when there are none)."""
         field = fmt.exponent_field(bits)
         all_ones = (1 << fmt.exponent_bits) - 1
         special = field == all_ones if field.max(initial=0) == all_ones else None
@@ -187,22 +205,32 @@ class _Engine:
         at_least(exps, 1, out=exps)
         exps -= exponent(fmt.bias)
         values = fmt.values(bits, work, special if special is not None else False)
-        if self.mark_zeros:
-            np.copyto(exps, exponent(zero_exponent), where=values == 0)
+        if zero_mark is not None:
+            np.copyto(exps, exponent(zero_mark), where=values == 0)
         return values, exps, special
 
     def _input(self, fmt, bits: np.ndarray):
-        return self._operand(fmt, bits, self.plan.work, self.plan.exponent,
-                             self.plan.zero_sentinel)
+        zero_mark = self.plan.zero_sentinel if self.mark_zeros else None
+        return self._operand(fmt, bits, self.plan.work, self.plan.exponent, zero_mark)
 
     def _accumulator(self, fmt, bits: np.ndarray):
-        return self._operand(fmt, bits, np.float32, np.int32, ACCUMULATOR_ZERO)
+        # An unmarked zero accumulator aligns at its format's emin. That is harmless when no
+        # nonzero product lies below it (f32 accumulators of f16 products) and no zero floor
+        # needs to see it: then the max only ever picks it for an all-zero sum.
+        needed = self.mark_zeros and (self.zero_exponent is not None
+                                      or fmt.emin > self.plan.smallest_product_exponent)
+        return self._operand(fmt, bits, np.float32, np.int32,
+                             ACCUMULATOR_ZERO if needed else None)
 
-    def run(self, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray) -> np.ndarray:
+    def run(self, ab_bits: np.ndarray, c_bits: np.ndarray) -> np.ndarray:
+        """D bits (M, N, n) from A and B stacked (K, M + N, n) and C (M, N, n), all bits."""
         rule, F, fd = self.rule, self.rule.fraction_bits, self.fd
         rounding, overflow = rule.output_rounding[self.spec.d_type], rule.overflow[self.spec.d_type]
-        a, ea, a_special = self._input(self.fin, a_bits)  # (K, M, n)
-        b, eb, b_special = self._input(self.fin, b_bits)  # (K, N, n)
+        rows = slice(0, self.spec.m), slice(self.spec.m, None)
+        values, exps, special = self._input(self.fin, ab_bits)
+        a, b = (values[:, r] for r in rows)  # (K, M, n), (K, N, n)
+        ea, eb = (exps[:, r] for r in rows)
+        a_special, b_special = (None, None) if special is None else (special[:, r] for r in rows)
         acc, acc_e, acc_special = self._accumulator(self.fc, c_bits)  # (M, N, n)
         k = a.shape[0]
         for start in range(0, k, rule.group_size):
