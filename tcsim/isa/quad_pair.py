@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .fragments import store_batch_last
 from .qualifier import MmaSpec
 
 CANONICAL_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF}
 
 
-CHUNK = 8192  # products per pass: the (8, 8, CHUNK) float32 arrays stay in cache
+# Products per pass: the (8, 8, CHUNK) float32 arrays stay in cache; not 8,192, for the reason
+# `tcsim.isa.mma.CHUNK` gives.
+CHUNK = 8128
 
 
 def ffma_lowering_bits(spec: MmaSpec, A: np.ndarray, B: np.ndarray,
@@ -36,7 +39,7 @@ def ffma_lowering_bits(spec: MmaSpec, A: np.ndarray, B: np.ndarray,
     for start in range(0, n, CHUNK):
         # Batch last, so every numpy loop runs over the products.
         chunk = [np.ascontiguousarray(x[start:start + CHUNK].transpose(1, 2, 0)) for x in flat]
-        out[start:start + CHUNK] = _ffma_chunk(spec, *chunk).transpose(2, 0, 1)
+        store_batch_last(out[start:start + CHUNK], _ffma_chunk(spec, *chunk))
     return out.reshape(batch + (8, 8))
 
 
