@@ -25,9 +25,6 @@ import numpy as np
 
 from .formats import FloatFormat, at_most
 
-# Exponent given to zero accumulators (int32): below every real exponent, so the max ignores it.
-ACCUMULATOR_ZERO = -(1 << 24)
-
 
 @dataclass(frozen=True)
 class WorkPlan:
@@ -41,15 +38,22 @@ class WorkPlan:
     def is_zero(self, exponents: np.ndarray) -> np.ndarray:
         return exponents == self.zero_sentinel
 
+    @property
+    def accumulator_zero(self) -> int:
+        """Exponent given to zero accumulators: below every product's, so the max ignores it."""
+        return int(np.iinfo(self.exponent).min)
+
 
 def work_plan(
     operand: FloatFormat, fraction_bits: int, accumulators: tuple[FloatFormat, ...]
 ) -> WorkPlan:
     """Pick the narrowest dtypes in which a step is exact (see module doc).
 
-    ``accumulators``: the formats the accumulator term can have (C's and D's). Accumulator
-    exponents are int32 (`ACCUMULATOR_ZERO` for zeros); operand exponents and their pairwise
-    sums take the narrowest int dtype that holds them, int8 for f16 (twice as fast as int16).
+    ``accumulators``: the formats the accumulator term can have (C's and D's). Operand
+    exponents, their pairwise sums and the accumulators' exponents share the narrowest int
+    dtype that holds them: int8 for f16 products (twice as fast as int16), whose sums lie in
+    [-28, 30], even with f32 accumulators (an f32 exponent field minus its bias fits int8, but
+    for the all-ones field of infinities and NaNs, whose outputs are patched anyway).
     """
     sig_bits = 2 * (operand.fraction_bits + 1)
     lowest = 2 * operand.emin  # exponent-field sum of two subnormals
@@ -70,8 +74,11 @@ def work_plan(
     # The sentinel must stay below every real product exponent, even with the largest exponent
     # on the other factor, and twice it must not wrap around.
     for exponent in (np.int8, np.int16):
-        sentinel = np.iinfo(exponent).min // 2 + 4
-        if sentinel + operand.emax < lowest and 2 * operand.emax <= np.iinfo(exponent).max:
+        info = np.iinfo(exponent)
+        sentinel = info.min // 2 + 4
+        fits = (2 * operand.emax <= info.max
+                and all(info.min < acc.emin and acc.emax <= info.max for acc in accumulators))
+        if fits and sentinel + operand.emax < lowest:
             return WorkPlan(work, exponent, sentinel, lowest)
     raise AssertionError(f"no exponent dtype fits {operand.name}")
 
@@ -91,8 +98,9 @@ def fused_step(
 
     Operands come batch-last: ``a`` (G, M, n) and ``b`` (G, N, n) exact values in ``plan.work``
     with their exponent fields ``a_exponent``, ``b_exponent`` (``plan.exponent``, zeros at
-    ``plan.zero_sentinel``); ``acc`` (M, N, n) exact float32 values with int32 exponent fields
-    ``acc_exponent`` (zeros at `ACCUMULATOR_ZERO`). When ``zero_exponent`` is set, any zero
+    ``plan.zero_sentinel``); ``acc`` (M, N, n) exact float32 values with exponent fields
+    ``acc_exponent`` (``plan.exponent``, zeros at ``plan.accumulator_zero``). When
+    ``zero_exponent`` is set, any zero
     term brings ``zero_exponent`` to the alignment (callers pass None when that floor can never
     exceed a nonzero term's exponent); otherwise zeros drop out of it.
 
@@ -104,14 +112,14 @@ def fused_step(
     for g in range(1, a.shape[0]):
         np.add(a_exponent[g][:, None, :], b_exponent[g][None, :, :], out=pair)
         np.maximum(products, pair, out=products)
-    emax = np.maximum(acc_exponent, products, dtype=np.int32)
+    emax = np.maximum(acc_exponent, products, out=products).astype(np.int32)
     if zero_exponent is not None:
         # A zero product needs a zero factor, so "any zero term" separates into rows,
         # columns and the accumulator.
         has_zero = (
             plan.is_zero(a_exponent).any(axis=0)[:, None, :]
             | plan.is_zero(b_exponent).any(axis=0)[None, :, :]
-            | (acc_exponent == ACCUMULATOR_ZERO)
+            | (acc_exponent == plan.accumulator_zero)
         )
         np.maximum(emax, zero_exponent, out=emax, where=has_zero)
     # The accumulator has at most 24 significant bits and its scaled value is below 2**(F + 1),

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .adder import ACCUMULATOR_ZERO, fused_step, special_step, work_plan
+from .adder import fused_step, special_step, work_plan
 from .formats import at_least
 from .fragments import check_matrix, mma_fragment, store_batch_last
 from .profiles import AdderRule, ArchProfile, profile
@@ -194,16 +194,20 @@ class _Engine:
         lowest_term = min(self.plan.smallest_product_exponent, self.fc.emin, self.fd.emin)
         self.zero_exponent = zero if zero is not None and zero > lowest_term else None
 
-    def _operand(self, fmt, bits: np.ndarray, work, exponent, zero_mark: int | None):
-        """Exact values in ``work``, exponent fields in ``exponent`` with zeros at ``zero_mark``
-        (unless it is None), and the mask of infinities and NaNs (None when there are none)."""
+    def _operand(self, fmt, bits: np.ndarray, work, zero_mark: int | None):
+        """Exact values in ``work``, exponent fields in ``plan.exponent`` with zeros at
+        ``zero_mark`` (unless it is None), and the mask of infinities and NaNs (None when there
+        are none)."""
+        exponent = self.plan.exponent
         field = fmt.exponent_field(bits)
         all_ones = (1 << fmt.exponent_bits) - 1
         special = field == all_ones if field.max(initial=0) == all_ones else None
-        exps = field.astype(exponent, copy=False) if field.dtype.itemsize != np.dtype(
-            exponent).itemsize else field.view(exponent)  # fields are far below the sign bit
+        # In the unsigned type of the same width, where ``field - bias`` wraps around to the
+        # signed value (`work_plan` checks that it fits; all-ones fields may wrap).
+        exps = field.astype(np.dtype(f"u{np.dtype(exponent).itemsize}"))
         at_least(exps, 1, out=exps)
-        exps -= exponent(fmt.bias)
+        exps -= exps.dtype.type(fmt.bias)
+        exps = exps.view(exponent)
         values = fmt.values(bits, work, special if special is not None else False)
         if zero_mark is not None:
             np.copyto(exps, exponent(zero_mark), where=values == 0)
@@ -211,7 +215,7 @@ class _Engine:
 
     def _input(self, fmt, bits: np.ndarray):
         zero_mark = self.plan.zero_sentinel if self.mark_zeros else None
-        return self._operand(fmt, bits, self.plan.work, self.plan.exponent, zero_mark)
+        return self._operand(fmt, bits, self.plan.work, zero_mark)
 
     def _accumulator(self, fmt, bits: np.ndarray):
         # An unmarked zero accumulator aligns at its format's emin. That is harmless when no
@@ -219,8 +223,8 @@ class _Engine:
         # needs to see it: then the max only ever picks it for an all-zero sum.
         needed = self.mark_zeros and (self.zero_exponent is not None
                                       or fmt.emin > self.plan.smallest_product_exponent)
-        return self._operand(fmt, bits, np.float32, np.int32,
-                             ACCUMULATOR_ZERO if needed else None)
+        return self._operand(fmt, bits, np.float32,
+                             self.plan.accumulator_zero if needed else None)
 
     def run(self, ab_bits: np.ndarray, c_bits: np.ndarray) -> np.ndarray:
         """D bits (M, N, n) from A and B stacked (K, M + N, n) and C (M, N, n), all bits."""
