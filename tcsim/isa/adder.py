@@ -100,9 +100,9 @@ def fused_step(
     with their exponent fields ``a_exponent``, ``b_exponent`` (``plan.exponent``, zeros at
     ``plan.zero_sentinel``); ``acc`` (M, N, n) exact float32 values with exponent fields
     ``acc_exponent`` (``plan.exponent``, zeros at ``plan.accumulator_zero``). When
-    ``zero_exponent`` is set, any zero
-    term brings ``zero_exponent`` to the alignment (callers pass None when that floor can never
-    exceed a nonzero term's exponent); otherwise zeros drop out of it.
+    ``zero_exponent`` is set, any zero term brings ``zero_exponent`` to the alignment (callers
+    pass None when that floor can never exceed a nonzero term's exponent); otherwise zeros drop
+    out of it.
 
     Returns ``(total, emax)`` (M, N, n): the exact sum is ``total * 2**(emax - fraction_bits)``.
     """
