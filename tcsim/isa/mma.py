@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from .adder import fused_step, special_step, work_plan
+from .allocator import tune_allocator
 from .formats import at_least
 from .fragments import check_matrix, mma_fragment, store_batch_last
 from .profiles import AdderRule, ArchProfile, profile
@@ -60,6 +61,7 @@ def mma_regs(
     values as bit patterns). Returns d (..., 32, n_d) as the instruction writes it.
     """
     spec = parse(qualifier)
+    tune_allocator()
     fa, fb, fc, fd = (mma_fragment(spec, op) for op in "abcd")
     regs = [f.check_registers(x) for f, x in zip((fa, fb, fc), (a, b, c))]
     if spec.products_per_warp > 1:
@@ -116,6 +118,7 @@ def mma_bits(
     spec: MmaSpec, A: np.ndarray, B: np.ndarray, C: np.ndarray, arch: ArchProfile
 ) -> np.ndarray:
     """D bit patterns (..., M, N) from A (..., M, K), B (..., K, N), C (..., M, N) bit patterns."""
+    tune_allocator()
     rule = arch.check(spec)
     if rule is None:  # m8n8k4 as ptxas lowers it (sm_90)
         return ffma_lowering_bits(spec, np.asarray(A), np.asarray(B), np.asarray(C))
