@@ -5,7 +5,7 @@
 For each qualifier: draw N random warp instructions ("normal" operands), then time tcsim.mma
 (matrix level) and tcsim.mma_regs (register level) R times each and report the best rate of
 warp instructions (an m8n8k4 warp instruction is four quad-pair products).
-Threads: TCSIM_THREADS (default: all cores). The figures go in docs/benchmarks.md.
+Threads: TCSIM_THREADS (default: the cores, up to 8). The figures go in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 import tcsim
 from tcsim.isa import samples
+from tcsim.isa.mma import thread_count
 
 
 def rate(fn, count: int, repeat: int) -> float:
@@ -40,7 +41,7 @@ def main() -> None:
     args = p.parse_args()
     rng = np.random.default_rng(0)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"threads {os.environ.get('TCSIM_THREADS', os.cpu_count())}, numpy {np.__version__}")
+          f"threads {thread_count()}, numpy {np.__version__}")
     print(f"{'qualifier':38s} {'mma/s':>12s} {'mma_regs/s':>12s}")
     for q in args.qualifier:
         spec = tcsim.parse(q)

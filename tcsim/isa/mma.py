@@ -174,9 +174,21 @@ def _execute(spec: MmaSpec, rule: AdderRule, n: int, load, store) -> None:
         list(pool.map(work, starts))
 
 
+# Default thread cap: every numpy call passes the GIL, and past about 8 threads the handoffs
+# cost more than the cores add (16-core Xeon: 16 threads 0.50-0.69 x 10^6 instructions a
+# second, 8 threads 0.76-1.35 x 10^6; docs/benchmarks.md).
+MAX_DEFAULT_THREADS = 8
+
+
+def thread_count() -> int:
+    """Threads the engine runs chunks on: ``TCSIM_THREADS``, else the cores up to 8."""
+    default = min(os.cpu_count() or 1, MAX_DEFAULT_THREADS)
+    return int(os.environ.get("TCSIM_THREADS", default))
+
+
 @lru_cache(maxsize=1)
 def _pool() -> ThreadPoolExecutor | None:
-    threads = int(os.environ.get("TCSIM_THREADS", os.cpu_count() or 1))
+    threads = thread_count()
     return ThreadPoolExecutor(threads) if threads > 1 else None
 
 
