@@ -41,25 +41,27 @@ def test_layout_example_in_bank_conflicts_doc():
     assert shown == printed[: len(shown)] and len(shown) == 2
 
 
-def test_kernel_counter_tables_are_current():
+def _generated_table(page: str, marker: str, script: str) -> tuple[str, str]:
+    """(the table a page shows between ``<!-- marker LOG -->`` and ``<!-- /marker -->``, what
+    ``scripts/<script>``'s ``tables(LOG)`` prints from that evidence log today)."""
     import runpy
 
-    text = (DOCS / "kernels.md").read_text()
-    source, shown = re.search(r"<!-- kernels-table (\S+) -->\n(.*?)<!-- /kernels-table -->",
+    text = (DOCS / page).read_text()
+    source, shown = re.search(rf"<!-- {marker} (\S+) -->\n(.*?)<!-- /{marker} -->",
                               text, re.S).groups()
-    tables = runpy.run_path(str(DOCS.parent / "scripts" / "kernels_table.py"))["tables"]
-    assert shown == tables(str(DOCS.parent / source))
+    tables = runpy.run_path(str(DOCS.parent / "scripts" / script))["tables"]
+    return shown, tables(str(DOCS.parent / source))
+
+
+def test_kernel_counter_tables_are_current():
+    shown, today = _generated_table("kernels.md", "kernels-table", "kernels_table.py")
+    assert shown == today
     assert shown.count(" / ") > 100
 
 
 def test_smem_evidence_table_is_current():
-    import runpy
-
-    text = (DOCS / "bank-conflicts.md").read_text()
-    source, shown = re.search(r"<!-- smem-table (\S+) -->\n(.*?)<!-- /smem-table -->",
-                              text, re.S).groups()
-    tables = runpy.run_path(str(DOCS.parent / "scripts" / "smem_table.py"))["tables"]
-    assert shown == tables(str(DOCS.parent / source))
+    shown, today = _generated_table("bank-conflicts.md", "smem-table", "smem_table.py")
+    assert shown == today
     assert shown.count("| ") > 20
 
 

@@ -24,12 +24,6 @@ def lane_color(lane: int) -> str:
     return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
 
 
-def _label(frag: FragmentMap, row: int, col: int) -> tuple[int, str]:
-    lane, reg, half = frag.locate(row, col)
-    suffix = "" if frag.per_register == 1 else (".lo", ".hi")[half]
-    return lane, f"r{reg}{suffix}"
-
-
 def fragment_svg(frag: FragmentMap, title: str | None = None) -> str:
     """The map as an SVG image: rows x cols cells with lane colours and labels."""
     width = MARGIN + frag.cols * CELL_W + 4
@@ -48,7 +42,7 @@ def fragment_svg(frag: FragmentMap, title: str | None = None) -> str:
                    f'text-anchor="end">{r}</text>')
         for c in range(frag.cols):
             x = MARGIN + c * CELL_W
-            lane, reg = _label(frag, r, c)
+            lane, reg = frag.register_label(r, c)
             out.append(f'<rect x="{x}" y="{y}" width="{CELL_W}" height="{CELL_H}" '
                        f'fill="{lane_color(lane)}" stroke="#555" stroke-width="0.5"/>')
             out.append(f'<text x="{x + CELL_W // 2}" y="{y + 12}" '
@@ -66,7 +60,7 @@ def fragment_html(frag: FragmentMap) -> str:
     for r in range(frag.rows):
         cells = []
         for c in range(frag.cols):
-            lane, reg = _label(frag, r, c)
+            lane, reg = frag.register_label(r, c)
             cells.append(f'<td style="background:{lane_color(lane)};text-align:center;'
                          f'font-family:monospace;font-size:10px">T{lane}<br>{reg}</td>')
         rows.append(f"<tr><th>{r}</th>{''.join(cells)}</tr>")

@@ -181,10 +181,16 @@ class FragmentMap:
                 f"{self._cell(r, c):>{width}}" for c in range(self.cols)))
         return "\n".join(lines)
 
-    def _cell(self, row: int, col: int) -> str:
+    def register_label(self, row: int, col: int) -> tuple[int, str]:
+        """(lane, ``r<register>[.lo|.hi]``) holding element (row, col), as tables and diagrams
+        print it."""
         lane, reg, half = self.locate(row, col)
         suffix = "" if self.per_register == 1 else (".lo", ".hi")[half]
-        return f"T{lane}:r{reg}{suffix}"
+        return lane, f"r{reg}{suffix}"
+
+    def _cell(self, row: int, col: int) -> str:
+        lane, reg = self.register_label(row, col)
+        return f"T{lane}:{reg}"
 
     def __str__(self) -> str:
         return self.table()

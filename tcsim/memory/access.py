@@ -35,9 +35,8 @@ from functools import cache
 import numpy as np
 
 from .async_copy import bypass_copy, cached_copy
+from .banks import BANK_BYTES, BANKS
 
-BANKS = 32
-BANK_BYTES = 4
 WARP = 32
 
 

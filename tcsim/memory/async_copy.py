@@ -42,17 +42,14 @@ from itertools import product
 
 import numpy as np
 
-BANKS = 32
+from .banks import BANKS, banks, words
+
 LINE = 128  # bytes in a global line and in a shared bank row
 LINES_PER_PASS = 4
 SET_CONFLICT_CAVEAT = ("cp.async.ca reads non-consecutive 128-byte lines in one tag pass: L1 "
                        "set conflicts can add passes (and wavefronts) that tcsim does not model")
 OVERLAP_CAVEAT = ("cp.async.ca phases (global reads that clash) write colliding shared banks: "
                   "how such phases overlap is only partly modeled")
-
-
-def _bank_words(address: int, width: int) -> list[int]:
-    return [address // 4 + i for i in range(max(1, width // 4))]
 
 
 def cached_copy(width: int, shared: np.ndarray, sources: np.ndarray, active: np.ndarray):
@@ -70,13 +67,13 @@ def cached_copy(width: int, shared: np.ndarray, sources: np.ndarray, active: np.
             passes[pass_of[int(lines[lane])]].append(int(lane))
         for p in sorted(passes):
             cycles, phases = _pipelined(passes[p], width, shared, sources)
-            words = np.bincount([w % BANKS for lane in passes[p]
-                                 for w in _bank_words(int(shared[lane]), width)], minlength=BANKS)
-            if phases > 1 and words.max() > 1:
+            per_bank = np.bincount([w % BANKS for lane in passes[p]
+                                    for w in words(int(shared[lane]), width)], minlength=BANKS)
+            if phases > 1 and per_bank.max() > 1:
                 caveat = OVERLAP_CAVEAT
             wavefronts += cycles
             ideal += 1
-            table.append(words)
+            table.append(per_bank)
     runs = [order[i:i + LINES_PER_PASS] for i in range(0, len(order), LINES_PER_PASS)]
     if not all(max(run) - min(run) == len(run) - 1 for run in runs):
         caveat = SET_CONFLICT_CAVEAT
@@ -85,26 +82,26 @@ def cached_copy(width: int, shared: np.ndarray, sources: np.ndarray, active: np.
 
 def _pipelined(lanes: list[int], width: int, shared, sources) -> tuple[int, int]:
     """(cycles, phases) of one (group, pass): phases by global bank clashes, pipelined writes."""
-    phases: list[list[int]] = []
+    phases: list[tuple[list[int], set[int]]] = []  # (lanes, global banks they read)
     for lane in lanes:
-        banks = {w % BANKS for w in _bank_words(int(sources[lane]), width)}
-        for phase in phases:
-            if not any(banks & {w % BANKS for w in _bank_words(int(sources[other]), width)}
-                       for other in phase):
+        read = banks(int(sources[lane]), width)
+        for phase, taken in phases:
+            if not read & taken:
                 phase.append(lane)
+                taken |= read
                 break
         else:
-            phases.append([lane])
+            phases.append(([lane], set(read)))
     busy: dict[int, set[int]] = defaultdict(set)  # bank -> cycles it is written
     start, last = 0, -1
-    for phase in phases:
+    for phase, _ in phases:
         first = None
         for lane in phase:
-            banks = [w % BANKS for w in _bank_words(int(shared[lane]), width)]
+            written = banks(int(shared[lane]), width)
             cycle = start
-            while any(cycle in busy[b] for b in banks):
+            while any(cycle in busy[b] for b in written):
                 cycle += 1
-            for b in banks:
+            for b in written:
                 busy[b].add(cycle)
             first = cycle if first is None else min(first, cycle)
             last = max(last, cycle)
@@ -123,7 +120,7 @@ def bypass_copy(shared: np.ndarray, sources: np.ndarray, active: np.ndarray):
         written.add(s)
         groups[(g // LINE, s // LINE)].append(((g % LINE) // 16, (s % LINE) // 16))
     wavefronts = sum(_fewest_moves(chunks) for chunks in groups.values())
-    table = [np.bincount([(4 * d + i) % BANKS for _, d in chunks for i in range(4)],
+    table = [np.bincount([w % BANKS for _, d in chunks for w in words(16 * d, 16)],
                          minlength=BANKS) for chunks in groups.values()]
     return wavefronts, wavefronts, table
 
