@@ -4,8 +4,14 @@ Start with `tcsim.mma` (one mma.sync instruction at matrix level), `tcsim.mma_re
 at register level), `tcsim.fragment` (which lane holds which element) and `tcsim.Warp`; for
 whole kernels, `tcsim.trace(tcsim.kernel2, M, N, K)` (bank conflicts and counters per
 instruction site) and `tcsim.run(tcsim.kernel2, A, B, C)` (the kernel's output bits).
+
+The subpackages resolve on first use after a plain ``import tcsim``: `tcsim.hw` (the GPU side,
+which imports CuPy only when a GPU function runs), `tcsim.memory`, `tcsim.kernels`, `tcsim.isa`.
 """
 
+import importlib as _importlib
+
+from ._version import __version__ as __version__
 from .isa.formats import BF16, F16, F32, TF32, FloatFormat
 from .isa.fragments import FragmentMap, mma_fragment
 from .isa.mma import mma, mma_regs
@@ -25,7 +31,9 @@ from .kernels.checks import (
 from .kernels.executor import run
 from .trace import Trace, trace
 
-__version__ = "0.1.0"
+# Public submodules, imported on first attribute access (PEP 562) so that `import tcsim` stays
+# light and `tcsim.hw.mma(...)` works without `import tcsim.hw`.
+_SUBMODULES = ("cli", "hw", "isa", "kernels", "memory")
 
 
 def fragment(qualifier: str, operand: str) -> FragmentMap:
@@ -41,3 +49,13 @@ __all__ = [
     "AsyncCopyRaceError", "UninitializedReadError", "SharedAddressError", "GlobalMemoryError",
     "DivergentWarpError",
 ]
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return _importlib.import_module(f".{name}", __name__)  # also binds it on the package
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SUBMODULES))

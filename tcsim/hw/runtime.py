@@ -1,7 +1,9 @@
 """Running tcsim's CUDA sources on the present GPU through CuPy (NVRTC).
 
 This module owns the GPU side of the harness: finding a usable GPU, compiling the ``.cu`` files
-beside it for the device's architecture, and launching kernels on raw arrays.
+beside it for the device's architecture, and launching kernels on raw arrays. CuPy is imported
+inside the functions that need it, never when this module is imported, so ``import tcsim.hw``
+works (and says why the GPU is unusable) on a machine without CuPy or a GPU.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from importlib.resources import files
 
 
 class HardwareUnavailable(RuntimeError):
-    """No CUDA GPU can be used here (no CuPy, no driver or no device)."""
+    """No CUDA GPU can be used here (no CuPy, no driver or no device); the message says which."""
 
 
 @lru_cache(maxsize=1)
@@ -37,9 +39,10 @@ def available() -> bool:
 
 
 def require() -> None:
+    """Raise `HardwareUnavailable`, saying why, unless a GPU is usable."""
     reason = unavailable_reason()
     if reason is not None:
-        raise HardwareUnavailable(reason)
+        raise HardwareUnavailable(f"tcsim.hw needs an NVIDIA GPU with CuPy: {reason}")
 
 
 def device_name() -> str:
