@@ -1,6 +1,14 @@
 """Shared memory: bank accounting of warp-wide accesses, and a byte-addressable model."""
 
 from .access import Access, SharedMemoryError, access, parse_instruction
+from .descriptors import (
+    DescriptorError,
+    DescriptorLayout,
+    DescriptorTile,
+    MatrixDescriptor,
+    SwizzleMode,
+    canonical_tile,
+)
 from .heatmap import heatmap_figure, heatmap_text
 from .layouts import (
     ColumnMajor,
@@ -11,6 +19,7 @@ from .layouts import (
     TensorOpMultiplicand,
     TensorOpMultiplicandCongruous,
     TensorOpMultiplicandCrosswise,
+    render_layout,
     visualize_layout,
 )
 from .shared import SM90_BLOCK_LIMIT, SharedMemory
@@ -18,4 +27,6 @@ from .shared import SM90_BLOCK_LIMIT, SharedMemory
 __all__ = ["Access", "ColumnMajor", "Layout", "RowMajor", "SM90_BLOCK_LIMIT", "SharedMemory",
            "SharedMemoryError", "Swizzle", "Swizzled", "TensorOpMultiplicand",
            "TensorOpMultiplicandCongruous", "TensorOpMultiplicandCrosswise", "access",
-           "heatmap_figure", "heatmap_text", "parse_instruction", "visualize_layout"]
+           "heatmap_figure", "heatmap_text", "parse_instruction", "visualize_layout",
+           "DescriptorError", "DescriptorLayout", "DescriptorTile", "MatrixDescriptor",
+           "SwizzleMode", "canonical_tile", "render_layout"]

@@ -34,6 +34,7 @@ __all__ = [
     "TensorOpMultiplicand",
     "TensorOpMultiplicandCongruous",
     "TensorOpMultiplicandCrosswise",
+    "render_layout",
     "visualize_layout",
 ]
 
@@ -520,6 +521,21 @@ def visualize_layout(name: str, extent: Sequence[int] = (32, 8), vectorize: int 
     128-byte lines, use vectorize = 128 / ElementSize and output_shape = (1024 /
     ElementSize, 4), as in the example's usage text. The defaults are the example's.
     """
+    per_line, lines_per_block = _print_shape(vectorize, output_shape)
+    layout, pitch_linear = _layout_for(name, _pair(extent, "extent", None), stride)
+    return _render(layout, pitch_linear, vectorize, per_line, lines_per_block, name)
+
+
+def render_layout(layout: Layout, vectorize: int = 1,
+                  output_shape: int | Sequence[int] = (16, 8), pitch_linear: bool = False) -> str:
+    """`visualize_layout`'s picture of any Layout object (a composed or descriptor layout that
+    has no CUTLASS name): storage in offset order, each element showing the (row, col) it
+    holds, or (col, row) with ``pitch_linear``. The same printing rules and arguments."""
+    per_line, lines_per_block = _print_shape(vectorize, output_shape)
+    return _render(layout, pitch_linear, vectorize, per_line, lines_per_block, repr(layout))
+
+
+def _print_shape(vectorize: int, output_shape: int | Sequence[int]) -> tuple[int, int]:
     if isinstance(vectorize, bool) or not isinstance(vectorize, (int, np.integer)) \
             or vectorize < 1:
         raise ValueError(f"vectorize must be a positive integer, got {vectorize!r}")
@@ -529,8 +545,11 @@ def visualize_layout(name: str, extent: Sequence[int] = (32, 8), vectorize: int 
     if per_line % vectorize:
         raise ValueError(f"vectorize={vectorize} must divide contiguous elements in "
                          f"output_shape={per_line},{lines_per_block}")
-    layout, pitch_linear = _layout_for(name, _pair(extent, "extent", None), stride)
+    return per_line, lines_per_block
 
+
+def _render(layout: Layout, pitch_linear: bool, vectorize: int, per_line: int,
+            lines_per_block: int, name: str) -> str:
     # Which logical coordinate each storage element holds (-1: none), in TensorCoord order.
     rows, cols = np.indices(layout.shape, dtype=np.int64)
     coord = (cols, rows) if pitch_linear else (rows, cols)
