@@ -9,12 +9,33 @@
 # compute-sanitizer and the simulator), cpasync (the cp.async study; STUDY_ARGS passes options).
 # mma runs the mma tests for TCSIM_HW_QUALIFIERS (comma list) filtered by TCSIM_K.
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
+# tcsim is installed as users get it (not editable), and the tests run from a copy of tests/
+# outside the source tree, so the hardware tests compile the CUDA files the package installed.
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+cd "$(dirname "$0")/.."
+repo=$(pwd)
 export PYTHONUNBUFFERED=1
-python3 -m pip install --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 \
+rm -rf build  # setuptools' build/lib from an earlier install would leak stale files into this one
+python3 -m pip install --no-deps --no-build-isolation . >"$OUT/install.log" 2>&1 \
   || { cat "$OUT/install.log"; exit 1; }
+rm -rf build
+# The tests (and pyproject.toml for their pytest settings) in a folder without tcsim/ beside them.
+tests_copy=$(mktemp -d)
+trap 'rm -rf "$tests_copy"' EXIT
+cp -r tests pyproject.toml "$tests_copy/"
+(cd "$tests_copy" && python3 -c "import sys, tcsim; from pathlib import Path
+where = Path(tcsim.__file__).resolve()
+assert not where.is_relative_to(Path(sys.argv[1]).resolve()), f'{where} is the source tree'
+print('tcsim', tcsim.__version__, 'installed at', where.parent)" "$repo") | tee "$OUT/installed.txt" \
+  || { echo "tcsim is not the installed package"; exit 1; }
+# The installed package holds every file it needs (CUDA headers included); no GPU needed.
+(cd "$tests_copy" && TCSIM_REPO=$repo python3 -m pytest -q -p no:cacheprovider \
+  tests/test_packaging.py tests/test_imports.py) >"$OUT/packaging.log" 2>&1 \
+  || { cat "$OUT/packaging.log"; exit 1; }
+tail -n 1 "$OUT/packaging.log"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
 mode=${1:-}
@@ -31,8 +52,8 @@ fi
 hw_tests() {
   export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
   rm -f "$TCSIM_HW_LOG"
-  python3 -m pytest -m hw -q -rs -p no:cacheprovider "tests/hw/$1" \
-    ${TCSIM_K:+-k "$TCSIM_K"} 2>&1 | tee "$OUT/pytest_hw.log"
+  (cd "$tests_copy" && python3 -m pytest -m hw -q -rs -p no:cacheprovider "tests/hw/$1" \
+    ${TCSIM_K:+-k "$TCSIM_K"}) 2>&1 | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
   python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
 }
@@ -67,7 +88,8 @@ else
   export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
   rm -f "$TCSIM_HW_LOG"
   start=$(date +%s)
-  python3 -m pytest -m hw -q -rs -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest_hw.log"
+  (cd "$tests_copy" && python3 -m pytest -m hw -q -rs -p no:cacheprovider tests) 2>&1 \
+    | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
   echo "pytest -m hw: exit $status in $(( $(date +%s) - start )) s" | tee -a "$OUT/pytest_hw.log"
   python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
