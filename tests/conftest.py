@@ -23,6 +23,11 @@ def source_tree_present() -> bool:
     return (SOURCE_TREE / "docs").is_dir() and (SOURCE_TREE / "README.md").is_file()
 
 
+def pytest_configure(config):
+    # Also in pyproject.toml; registered here too for tests/ run without it beside them.
+    config.addinivalue_line("markers", "hw: needs an NVIDIA GPU with CuPy (run with -m hw)")
+
+
 def pytest_report_header(config):
     import tcsim
 
