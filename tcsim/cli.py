@@ -7,19 +7,24 @@
     tcsim compare KERNEL KERNEL M N K          two kernels' counters side by side
     tcsim verify [--count N]                   quick simulator-against-GPU check
     tcsim docs [DIR]                           regenerate the fragment-layout docs and diagrams
+    tcsim --version                            the installed version
+
+A bad argument is reported in one line on stderr, with exit status 2 (docs/errors.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from dataclasses import fields
 
 import numpy as np
 
-from . import fragment, mma, mma_regs, parse, supported_qualifiers
+from . import __version__, fragment, mma, mma_regs, parse, supported_qualifiers
 from .isa import samples
 from .kernels import KERNELS, GemmParams
+from .kernels.checks import SimulationError
 from .trace import trace
 
 DEMO_QUALIFIER = "m16n8k8.row.col.f32.f16.f16.f32"
@@ -64,13 +69,12 @@ def _layout(args) -> int:
 
 def _mma(args) -> int:
     spec = parse(args.qualifier)
+    r, c = args.element
+    if not (0 <= r < spec.m and 0 <= c < spec.n):
+        raise ValueError(f"--element {r} {c} is outside D, which is {spec.m}x{spec.n} "
+                         f"(rows 0..{spec.m - 1}, columns 0..{spec.n - 1})")
     if args.inputs:  # given matrices
-        with np.load(args.inputs) as data:
-            missing = {"A", "B", "C"} - set(data.files)
-            if missing:
-                raise ValueError(f"{args.inputs} lacks array(s) {sorted(missing)}; it needs A, "
-                                 f"B and C as np.savez(path, A=..., B=..., C=...) writes them")
-            A, B, C = (data[name][None] for name in "ABC")
+        A, B, C = (x[None] for x in _load_inputs(args.inputs, spec))
         source = args.inputs
     else:
         rng = np.random.default_rng(args.seed)
@@ -79,7 +83,6 @@ def _mma(args) -> int:
         source = f"{args.distribution} inputs (seed {args.seed})"
     D = mma(spec.qualifier, A[0], B[0], C[0], arch=args.arch)
     fd = spec.format("d")
-    r, c = args.element
     print(f"{spec.ptx} on {source}, element D[{r},{c}]:")
     for k in range(spec.k):
         print(f"  A[{r},{k}] * B[{k},{c}] = {float(A[0, r, k])!r} * {float(B[0, k, c])!r}")
@@ -89,6 +92,51 @@ def _mma(args) -> int:
     print(f"  D[{r},{c}] = {float(D[r, c])!r}  bits {bits:#0{fd.storage_bits // 4 + 2}x}"
           f"  (float64 reference {float(exact[r, c])!r})")
     return 0
+
+
+def _load_inputs(path: str, spec) -> tuple[np.ndarray, ...]:
+    """A, B and C of one instruction from an .npz archive, each a single matrix."""
+    try:
+        with np.load(path) as data:
+            if not isinstance(data, np.lib.npyio.NpzFile):
+                raise ValueError("it is one array, not an archive of A, B and C")
+            missing = {"A", "B", "C"} - set(data.files)
+            if missing:
+                raise KeyError(missing)
+            arrays = tuple(data[name] for name in "ABC")
+    except KeyError as missing:
+        raise ValueError(f"{path} lacks array(s) {sorted(missing.args[0])}; it needs A, "
+                         f"B and C as np.savez(path, A=..., B=..., C=...) writes them") from None
+    except (EOFError, zipfile.BadZipFile, ValueError, TypeError) as exc:
+        raise ValueError(f"{path} is not an .npz archive of A, B and C that np.savez "
+                         f"writes: {exc}") from None
+    except AttributeError:  # np.load gave an array, which has no context manager
+        raise ValueError(f"{path} is one array, not an .npz archive of A, B and C") from None
+    for name, x in zip("ABC", arrays):
+        rows, cols = spec.matrix_shape(name.lower())
+        if x.ndim != 2:
+            raise ValueError(f"{path}: {name} has shape {x.shape}; tcsim mma takes one "
+                             f"instruction's matrices ({name} is {rows}x{cols})")
+    return arrays
+
+
+def _count(text: str, minimum: int) -> int:
+    """An argparse type: an integer of at least ``minimum``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    return _count(text, 1)
+
+
+def _non_negative(text: str) -> int:
+    return _count(text, 0)
 
 
 def _params(args) -> dict:
@@ -152,10 +200,18 @@ def _verify(args) -> int:
     return 1 if worst else 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, reporting a bad argument in one line instead of the usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tcsim", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.split("\n")[2:]))
+    p = _Parser(prog="tcsim", description=__doc__.split("\n\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="\n".join(__doc__.split("\n")[2:]))
+    p.add_argument("--version", action="version", version=f"tcsim {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="a guided example on built-in inputs",
                        description="Run m16n8k8 on built-in inputs and compare with FMA and exact.")
@@ -170,8 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--distribution cancel --element 3 5")
     m.add_argument("qualifier")
     m.add_argument("--distribution", default="normal", choices=list(samples.DISTRIBUTIONS))
-    m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--element", type=int, nargs=2, default=(0, 0), metavar=("ROW", "COL"))
+    m.add_argument("--seed", type=_non_negative, default=0)
+    m.add_argument("--element", type=_non_negative, nargs=2, default=(0, 0),
+                   metavar=("ROW", "COL"))
     m.add_argument("--arch", default="sm_90")
     m.add_argument("--inputs", metavar="FILE.npz",
                    help="given matrices A, B, C (np.savez) instead of random ones")
@@ -195,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     doc.set_defaults(run=_docs)
     v = sub.add_parser("verify", help="compare the simulator with the GPU",
                        description="Example: tcsim verify --count 1000 (needs CuPy and a GPU)")
-    v.add_argument("--count", type=int, default=2000, help="instructions per distribution")
+    v.add_argument("--count", type=_positive, default=2000,
+                   help="instructions per distribution")
     v.set_defaults(run=_verify)
     return p
 
@@ -204,8 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, TypeError, IndexError, OSError) as exc:
-        print(f"tcsim: error: {exc}", file=sys.stderr)
+    except (ValueError, TypeError, IndexError, OSError, SimulationError) as exc:
+        message = " ".join(str(exc).split())  # one line, whatever the message holds
+        print(f"tcsim: error: {message}", file=sys.stderr)
         return 2
 
 

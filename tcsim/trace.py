@@ -298,7 +298,7 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
     three representative iterations: the same counts, at a cost that grows with the problem;
     it also runs the race and initialization checks (docs/checks.md), which ``checks``
     ("raise", "warn", "collect" into ``Trace.problems``, "off") governs."""
-    kernel = kernel_named(kernel) if isinstance(kernel, str) else kernel
+    kernel = kernel_named(kernel)
     p = kernel.params(**params)
     tracer = Tracer(kernel.name, p, M, N, K, exhaustive, checks)
     blocks = [(r, c) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])] \

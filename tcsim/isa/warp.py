@@ -15,15 +15,27 @@ from .fragments import WARP_SIZE, mma_fragment
 from .mma import mma_regs
 from .profiles import ArchProfile
 from .qualifier import parse
+from .validate import check_memory, integer
+
+# The most 32-bit registers one thread can have (PTX, every architecture since sm_35).
+MAX_REGISTERS = 255
 
 
 class Warp:
-    """Registers ``r[0..registers)`` of every lane of a batch of warps, all zero at start."""
+    """Registers ``r[0..registers)`` of every lane of a batch of warps, all zero at start.
+
+    ``batch``: an int or a tuple of non-negative ints (0 gives an empty batch); ``registers``:
+    1 to 255, as on the GPU. A register file larger than this machine's memory is refused
+    before it is allocated."""
 
     def __init__(self, batch: tuple[int, ...] | int = (), registers: int = 64) -> None:
-        batch = (batch,) if isinstance(batch, int) else tuple(batch)
-        if registers < 1:
-            raise ValueError("a warp needs at least one register")
+        if not isinstance(batch, (tuple, list)):
+            batch = (batch,)
+        batch = tuple(integer(n, f"batch[{i}]", minimum=0) for i, n in enumerate(batch))
+        registers = integer(registers, "registers", minimum=1, maximum=MAX_REGISTERS,
+                            why=" (the most a thread has)")
+        size = int(np.prod(batch, dtype=object)) * WARP_SIZE * registers * 4
+        check_memory(size, f"Warp(batch={batch}, registers={registers})")
         self.regs = np.zeros(batch + (WARP_SIZE, registers), np.uint32)
 
     @property
@@ -35,7 +47,12 @@ class Warp:
         return self.regs.shape[-1]
 
     def _check(self, registers: Sequence[int], count: int | None, what: str) -> list[int]:
-        regs = [int(r) for r in registers]
+        """Register numbers: a sequence of ints (TypeError otherwise, a float included), each
+        in r0..r{registers-1} (IndexError)."""
+        if isinstance(registers, (str, bytes)) or np.ndim(registers) != 1:
+            raise TypeError(f"{what}: registers are a sequence of register numbers such as "
+                            f"[4, 5], got {registers!r}")
+        regs = [integer(r, f"{what}: register number") for r in registers]
         if count is not None and len(regs) != count:
             raise ValueError(f"{what} takes {count} register(s), got {len(regs)}: {regs}")
         for r in regs:
@@ -53,6 +70,14 @@ class Warp:
         values = np.asarray(values)
         if values.dtype != np.uint32:
             raise TypeError(f"register values must be uint32, got {values.dtype}")
+        shape = self.batch + (WARP_SIZE, len(regs))
+        try:
+            fits = np.broadcast_shapes(values.shape, shape) == shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"write: values of shape {values.shape} do not broadcast to "
+                             f"(*batch, 32, registers) = {shape}")
         self.regs[..., regs] = values
 
     def load_fragment(self, qualifier: str, operand: str, matrix: np.ndarray,

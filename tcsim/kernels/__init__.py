@@ -17,10 +17,16 @@ from .params import GemmParams, ProblemSizeError
 KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5, kernel6)}
 
 
-def kernel_named(name: str) -> Kernel:
-    """A kernel of the ladder, or a planted-bug variant (tcsim.kernels.planted), by name."""
+def kernel_named(name: str | Kernel) -> Kernel:
+    """A kernel of the ladder, or a planted-bug variant (tcsim.kernels.planted), by name (a
+    `Kernel` is returned as it is)."""
     from .planted import PLANTED
 
+    if isinstance(name, Kernel):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"kernel must be a Kernel such as tcsim.kernel1 or a name such as "
+                        f"'kernel1', got {name!r}")
     kernel = KERNELS.get(name) or PLANTED.get(name)
     if kernel is None:
         raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)} "

@@ -12,10 +12,11 @@ import numpy as np
 
 from ..isa.fragments import ldmatrix_fragment
 from ..isa.mma import mma_regs
+from ..isa.validate import check_memory, real_scalar
 from ..memory.access import parse_instruction
 from .kernel import Kernel
 from .machine import Machine
-from .params import GemmParams
+from .params import GemmParams, ProblemSizeError
 
 MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size the groups
 
@@ -72,20 +73,24 @@ def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None
         **params) -> np.ndarray:
     """``D = alpha * A @ B + beta * C`` computed by ``kernel``'s schedule, bit for bit.
 
-    A (M, K), B (K, N) and C (M, N) are row-major float16 (C None reads as zeros); alpha and
-    beta are rounded to float32 as the CUDA twin receives them. ``params`` override the
-    kernel's tile parameters. Returns D (M, N) float16.
+    A (M, K), B (K, N) and C (M, N) are float16 matrices in any memory layout (C None reads
+    as zeros); alpha and beta are real numbers, rounded to float32 as the CUDA twin receives
+    them (a finite one that overflows float32 is refused). ``params`` override the kernel's
+    tile parameters. Returns D (M, N) float16. A problem whose arrays would not fit in this
+    machine's memory raises `ProblemSizeError` before anything is allocated.
 
     ``checks`` ("raise", "warn" or "off"): what a race or an uninitialized shared read does
     (`tcsim.SimulationError` subclasses; docs/checks.md). A bad address always raises.
     """
     from . import kernel_named
 
-    kernel = kernel_named(kernel) if isinstance(kernel, str) else kernel
+    kernel = kernel_named(kernel)
     p = kernel.params(**params)
     if checks == "collect":
         raise ValueError("tcsim.run returns D: use checks='warn', or tcsim.trace(..., "
                          "checks='collect') to gather the problems")
+    alpha, beta = (real_scalar(x, name, dtype=np.float32)
+                   for x, name in ((alpha, "alpha"), (beta, "beta")))
     return execute(kernel, p, *check_operands(kernel, p, A, B, C), alpha, beta, checks)
 
 
@@ -95,11 +100,15 @@ def check_operands(kernel: Kernel, p: GemmParams, A, B, C) -> tuple[np.ndarray, 
     (M, K), (K2, N) = A.shape, B.shape
     if K2 != K:
         raise ValueError(f"A is {M}x{K} but B is {K2}x{N}: B needs {K} rows")
-    C = np.zeros((M, N), np.float16) if C is None else _matrix("C", C)
-    if C.shape != (M, N):
-        raise ValueError(f"C must be {M}x{N} (M x N), got {C.shape[0]}x{C.shape[1]}")
+    if C is not None:
+        C = _matrix("C", C)
+        if C.shape != (M, N):
+            raise ValueError(f"C must be {M}x{N} (M x N), got {C.shape[0]}x{C.shape[1]}")
     p.check_problem(M, N, K, kernel.name)
-    return A, B, C
+    # A, B and C in one contiguous copy each (at worst), and D: refused before any of them.
+    check_memory(2 * (M * K + K * N + 2 * M * N), f"{kernel.name} on M={M}, N={N}, K={K}",
+                 error=ProblemSizeError)
+    return A, B, np.zeros((M, N), np.float16) if C is None else C
 
 
 def _matrix(name: str, x) -> np.ndarray:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+from ..isa.validate import integer
 from ..memory.shared import SM90_BLOCK_LIMIT
 
 MMA_M, MMA_N = 16, 8  # every mma.sync tile of the ladder is 16 x 8; K is 8 or 16 (mma_k)
@@ -20,10 +21,16 @@ MMA_KS = (8, 16)
 VECTOR = 8  # f16 elements per 16-byte global load / shared store
 ELEMENT_BYTES = 2  # f16
 ACCUMULATE = ("f16", "f32")
+# What the CUDA twin can launch: it takes M, N and K as int, and the grid is (N / block_n,
+# M / block_m) blocks, where CUDA allows at most 65,535 along y.
+MAX_SIZE = 2**31 - 1
+MAX_GRID_Y = 65535
 
 
 class ProblemSizeError(ValueError):
-    """M, N or K is not a multiple of what a kernel's tiles require."""
+    """M, N or K that a kernel cannot run: not a positive integer, not a multiple of what its
+    tiles require, more than its CUDA twin can launch, or (`tcsim.run`) more than this
+    machine's memory holds."""
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,9 @@ class GemmParams:
             if f.name == "accumulate":
                 if value not in ACCUMULATE:
                     raise ValueError(f"accumulate must be 'f16' or 'f32', got {value!r}")
-            elif isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{f.name} must be a positive integer, got {value!r}")
+            else:  # numpy integers are welcome, and stored as ints
+                object.__setattr__(self, f.name, integer(value, f.name, minimum=1,
+                                                         type_error=ValueError))
         self._require(self.warp_m % MMA_M == 0, f"warp_m={self.warp_m} must be a multiple of 16")
         self._require(self.warp_n % MMA_N == 0, f"warp_n={self.warp_n} must be a multiple of 8")
         self._require(self.mma_k in MMA_KS, f"mma_k must be 8 or 16, got {self.mma_k}")
@@ -133,9 +141,10 @@ class GemmParams:
 
     def check_problem(self, M: int, N: int, K: int, kernel: str = "this kernel") -> None:
         """Raise `ProblemSizeError` unless the tiles divide M, N and K."""
-        for name, value in (("M", M), ("N", N), ("K", K)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ProblemSizeError(f"{name} must be a positive integer, got {value!r}")
+        M, N, K = (integer(value, name, minimum=1, maximum=MAX_SIZE,
+                           why=" (the CUDA twin takes int sizes)", error=ProblemSizeError,
+                           type_error=ProblemSizeError)
+                   for name, value in (("M", M), ("N", N), ("K", K)))
         bad = [f"{name}={v} is not a multiple of {tile}={t}"
                for name, v, tile, t in (("M", M, "block_m", self.block_m),
                                         ("N", N, "block_n", self.block_n),
@@ -144,6 +153,10 @@ class GemmParams:
             raise ProblemSizeError(
                 f"{kernel}: {'; '.join(bad)} (it needs M % {self.block_m} == 0, "
                 f"N % {self.block_n} == 0, K % {self.block_k} == 0)")
+        if M // self.block_m > MAX_GRID_Y:
+            raise ProblemSizeError(
+                f"{kernel}: M={M} needs {M // self.block_m} blocks along M; CUDA launches at "
+                f"most {MAX_GRID_Y} (gridDim.y): use a larger block_m or a smaller M")
         if K // self.block_k < self.stages - 1:
             raise ProblemSizeError(
                 f"{kernel}: K={K} gives {K // self.block_k} K tiles; a {self.stages}-stage "

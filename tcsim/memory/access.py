@@ -34,14 +34,19 @@ from functools import cache
 
 import numpy as np
 
+from ..isa.validate import integer, integer_array
 from .async_copy import bypass_copy, cached_copy
 from .banks import BANK_BYTES, BANKS
 
 WARP = 32
+# The most shared memory one block can have on sm_90: 227 KB. Addresses are offsets in the
+# block's shared-memory window, so none reaches this far.
+SM90_BLOCK_LIMIT = 227 * 1024
 
 
 class SharedMemoryError(ValueError):
-    """A shared-memory access the hardware would reject: misaligned or out of range."""
+    """A shared-memory access the hardware would reject, or addresses that are not addresses:
+    misaligned, out of range, negative, or not integers (floats, NaN, bools, strings)."""
 
 
 @dataclass(frozen=True)
@@ -68,9 +73,16 @@ _WIDTH = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "b3
           "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
 
-@cache
 def parse_instruction(spelling: str) -> SharedInstruction:
     """``"ld.shared.v4.b32"``, ``"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"``, ..."""
+    if not isinstance(spelling, str):
+        raise TypeError(f"a shared-memory instruction is a PTX spelling such as "
+                        f"'ld.shared.b32', got {spelling!r}")
+    return _parse_instruction(spelling)
+
+
+@cache
+def _parse_instruction(spelling: str) -> SharedInstruction:
     s = spelling.strip()
     parts = s.split(".")
     if parts[0] in ("ld", "st"):
@@ -151,23 +163,43 @@ class Access:
         return heatmap_html(self)
 
 
-def _as_addresses(addresses) -> tuple[np.ndarray, np.ndarray]:
-    """32 addresses (None or negative for a lane that supplies none) -> (int64, active)."""
-    raw = list(addresses) if not isinstance(addresses, np.ndarray) else addresses.tolist()
-    if len(raw) != WARP:
-        raise ValueError(f"expected 32 lane addresses, got {len(raw)}")
-    active = np.array([a is not None and int(a) >= 0 for a in raw])
-    addr = np.array([int(a) if a is not None and int(a) >= 0 else 0 for a in raw], np.int64)
-    return addr, active
+def _as_addresses(addresses, instruction: str = "", site: str | None = None,
+                  sources: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """32 lane addresses (None for a lane that supplies none) -> (int64, active), checked to
+    be integers (not floats, bools or strings) and non-negative; `SharedMemoryError` names the
+    first lane that is not. ``sources``: cp.async's global addresses, which every lane gives."""
+    prefix = f"{instruction}{_at(site)}: " if instruction else ""
+    plural, one = ("source addresses", "global source") if sources else ("addresses", "address")
+    shape = addresses.shape if isinstance(addresses, np.ndarray) else None
+    if shape is None:
+        try:
+            addresses = list(addresses)
+        except TypeError:
+            raise SharedMemoryError(f"{prefix}expected 32 lane {plural}, got "
+                                    f"{addresses!r}") from None
+        shape = (len(addresses),)
+    if shape != (WARP,):
+        raise SharedMemoryError(f"{prefix}expected 32 lane {plural}, got "
+                                f"{shape[0] if len(shape) == 1 else 'shape ' + str(shape)}")
+    return integer_array(addresses, f"{prefix}lane {plural}".strip(), optional=not sources,
+                         name=lambda lane: f"lane {lane} {one}", error=SharedMemoryError,
+                         type_error=SharedMemoryError)
+
+
+def _at(site: str | None) -> str:
+    return f" at site {site!r}" if site else ""
 
 
 def check_addresses(inst: SharedInstruction, addr: np.ndarray, active: np.ndarray,
                     size: int | None = None, site: str | None = None) -> None:
-    """Raise `SharedMemoryError` for a misaligned or out-of-range address, naming the lane."""
-    where = f" at site {site!r}" if site else ""
+    """Raise `SharedMemoryError` for a misaligned or out-of-range address, naming the lane.
+
+    ``size``: the block's shared memory in bytes; by default the whole window one block can
+    have (`SM90_BLOCK_LIMIT`)."""
+    where = _at(site)
+    limit = SM90_BLOCK_LIMIT if size is None else size
     misaligned = active & (addr % inst.alignment != 0)
-    outside = active & (addr + inst.bytes_per_address > size) if size is not None \
-        else np.zeros_like(active)
+    outside = active & (addr + inst.bytes_per_address > limit)
     bad = misaligned | outside
     if bad.any():
         lane = int(np.flatnonzero(bad)[0])  # the first offending lane, as a debugger would stop
@@ -177,9 +209,12 @@ def check_addresses(inst: SharedInstruction, addr: np.ndarray, active: np.ndarra
                 f"{inst.spelling}{where}: lane {lane} address {a:#x} is not aligned to "
                 f"{inst.alignment} bytes"
             )
+        memory = f"shared memory of {size} bytes" if size is not None else (
+            f"the shared-memory window of {SM90_BLOCK_LIMIT} bytes (SM90_BLOCK_LIMIT, the most "
+            f"one block can have; give size= for less)")
         raise SharedMemoryError(
             f"{inst.spelling}{where}: lane {lane} address {a:#x} (+{inst.bytes_per_address} "
-            f"bytes) is outside shared memory of {size} bytes"
+            f"bytes) is outside {memory}"
         )
 
 
@@ -221,21 +256,35 @@ def access(instruction: str, addresses, *, size: int | None = None,
            site: str | None = None, sources=None) -> Access:
     """Wavefronts, ideal wavefronts and bank conflicts of one warp-wide access.
 
-    ``addresses``: the 32 lanes' byte addresses; a lane with None or a negative address supplies
-    none (for ldmatrix/stmatrix only lanes ``0 .. 8N-1`` supply row addresses anyway).
-    ``sources``: for ``cp.async`` only, the lanes' global byte addresses, which shape how the
-    copy is written (`tcsim.memory.async_copy`); by default lane l copies from ``l * width``,
-    a contiguous, 128-byte aligned range.
+    ``addresses``: the 32 lanes' byte addresses in the block's shared memory, integers from 0
+    up to ``size`` (by default the `SM90_BLOCK_LIMIT` bytes one block can have); a lane with
+    None supplies none (for ldmatrix/stmatrix only lanes ``0 .. 8N-1`` supply row addresses
+    anyway). Floats (even whole ones), NaN, bools, strings and negative numbers raise
+    `SharedMemoryError` naming the lane, as do misaligned or out-of-range addresses.
+    ``sources``: for ``cp.async`` only, the lanes' global byte addresses (non-negative
+    integers), which shape how the copy is written (`tcsim.memory.async_copy`); by default
+    lane l copies from ``l * width``, a contiguous, 128-byte aligned range.
     """
+    return _access(instruction, addresses, size, site, sources)[0]
+
+
+def _access(instruction: str, addresses, size: int | None, site: str | None,
+            sources) -> tuple[Access, np.ndarray, np.ndarray]:
+    """`access`, and the lanes' checked addresses and active mask."""
     inst = parse_instruction(instruction)
-    addr, active = _as_addresses(addresses)
+    if size is not None:
+        size = integer(size, "size", minimum=1, maximum=SM90_BLOCK_LIMIT,
+                       why=" bytes (SM90_BLOCK_LIMIT)")
+    addr, active = _as_addresses(addresses, inst.spelling, site)
     if inst.kind in ("ldmatrix", "stmatrix"):
         used = np.zeros(WARP, bool)
         used[: 8 * inst.matrices] = True
         active = active & used
     check_addresses(inst, addr, active, size, site)
     if inst.kind == "cp.async":
-        return _copy_access(inst, addr, active, sources)
+        if sources is not None:
+            sources, _ = _as_addresses(sources, inst.spelling, site, sources=True)
+        return _copy_access(inst, addr, active, sources), addr, active
     if sources is not None:
         raise ValueError("sources (global addresses) apply to cp.async only")
     words_per_address = max(1, inst.bytes_per_address // BANK_BYTES)
@@ -255,7 +304,8 @@ def access(instruction: str, addresses, *, size: int | None = None,
     else:
         ideal = sum(-(-int(active[list(g)].sum()) * inst.bytes_per_address // 128)
                     for g in ideal_rule)
-    return Access(inst.spelling, wavefronts, ideal, table, _partial_caveat(inst, active))
+    acc = Access(inst.spelling, wavefronts, ideal, table, _partial_caveat(inst, active))
+    return acc, addr, active
 
 
 PARTIAL_CAVEAT = ("64- and 128-bit ld.shared with partly active half- or quarter-warps: when the "
@@ -274,9 +324,7 @@ def _partial_caveat(inst: SharedInstruction, active: np.ndarray) -> str | None:
 
 def _copy_access(inst: SharedInstruction, addr, active, sources) -> Access:
     width = inst.bytes_per_address
-    sources = width * np.arange(WARP) if sources is None else np.asarray(sources, np.int64)
-    if sources.shape != (WARP,):
-        raise ValueError(f"expected 32 lane source addresses, got shape {sources.shape}")
+    sources = width * np.arange(WARP) if sources is None else sources
     misaligned = active & (sources % width != 0)
     if misaligned.any():
         lane = int(np.flatnonzero(misaligned)[0])

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..isa.validate import INT64_LIMIT, check_memory, integer, integer_array, positive_extent
+
 __all__ = [
     "ColumnMajor",
     "ColumnMajorTensorOpMultiplicandCongruous",
@@ -41,17 +43,20 @@ __all__ = [
 Offset = int | np.ndarray  # an int for scalar coordinates, an int64 array for arrays
 
 
-def _as_int_array(values: ArrayLike, name: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "iu" and arr.size:
-        raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
-    return arr.astype(np.int64)
+def _as_int_array(values: ArrayLike, name: str, minimum: int = -INT64_LIMIT) -> np.ndarray:
+    """Integers (TypeError for floats, bools, strings; ValueError below ``minimum``)."""
+    return integer_array(values, name, minimum=minimum)[0]
 
 
 def _count(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)
+    return integer(value, name, minimum=0)
+
+
+# Bytes of numpy arrays per tile element while a whole tile's offsets are computed (row and
+# column indices and the offsets, int64), and while one is printed (those, what each storage
+# element holds, and its text).
+_OFFSETS_BYTES = 24
+_RENDER_BYTES = 96
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,6 +95,12 @@ class Swizzle:
                 f"Swizzle<{self.bits},{self.base},{self.shift}>: |shift| must be at least bits, "
                 f"or the YYY and ZZZ fields overlap (CuTe rejects it too)"
             )
+        if self.base + abs(self.shift) + self.bits > 63:
+            raise ValueError(
+                f"Swizzle<{self.bits},{self.base},{self.shift}>: its fields reach bit "
+                f"{self.base + abs(self.shift) + self.bits - 1}; offsets are int64, so "
+                f"base + |shift| + bits must be at most 63"
+            )
 
     @property
     def yyy_mask(self) -> int:
@@ -104,10 +115,10 @@ class Swizzle:
     def __call__(self, offset: ArrayLike) -> Offset:
         """The swizzled offset(s): an int for an int, an int64 array for an array."""
         if isinstance(offset, (int, np.integer)) and not isinstance(offset, bool):
-            x = int(offset)
+            x = integer(offset, "offset", minimum=0, maximum=INT64_LIMIT - 1)
             y = x & self.yyy_mask
             return x ^ (y >> self.shift if self.shift >= 0 else y << -self.shift)
-        x = _as_int_array(offset, "offset")
+        x = _as_int_array(offset, "offset", minimum=0)
         y = x & self.yyy_mask
         return x ^ (y >> self.shift if self.shift >= 0 else y << -self.shift)
 
@@ -155,6 +166,8 @@ class Layout(ABC):
 
     def offsets(self) -> np.ndarray:
         """Offsets of the whole tile: an int64 array of ``shape``."""
+        check_memory(_OFFSETS_BYTES * self.shape[0] * self.shape[1],
+                     f"{self!r}.offsets() of {self.shape[0]}x{self.shape[1]} elements")
         r, c = np.indices(self.shape, dtype=np.int64)
         return self._offset(r, c)
 
@@ -164,7 +177,7 @@ class Layout(ABC):
         if isinstance(element_bytes, bool) or not isinstance(element_bytes, (int, np.integer)) \
                 or element_bytes <= 0:
             raise ValueError(f"element_bytes must be a positive integer, got {element_bytes!r}")
-        return base + self.offset(row, col) * int(element_bytes)
+        return integer(base, "base", minimum=0) + self.offset(row, col) * int(element_bytes)
 
 
 class RowMajor(Layout):
@@ -316,7 +329,8 @@ class TensorOpMultiplicand(Layout):
         if shape is None:
             strided, contiguous = tile
         else:
-            if len(shape) != 2:
+            if isinstance(shape, (str, bytes)) or not isinstance(shape, (Sequence, np.ndarray)) \
+                    or len(shape) != 2:
                 raise ValueError(f"{name}: shape must be (rows, cols), got {shape!r}")
             rows, cols = _count(shape[0], "rows"), _count(shape[1], "cols")
             strided, contiguous = (cols, rows) if self._orientation == "column" else (rows, cols)
@@ -494,12 +508,13 @@ def _layout_for(name: str, extent: tuple[int, int],
 
 
 def _pair(value: int | Sequence[int], name: str, default_second: int | None) -> tuple[int, int]:
-    items = [value] if isinstance(value, (int, np.integer)) else list(value)
+    """Two positive integers: an extent or output shape (an empty one would print nothing)."""
+    items = positive_extent(value, name)
     if default_second is not None and len(items) == 1:
-        items.append(default_second)
+        items += (default_second,)
     if len(items) != 2:
         raise ValueError(f"{name} must have rank 2 (given: {len(items)})")
-    return _count(items[0], name), _count(items[1], name)
+    return items
 
 
 def visualize_layout(name: str, extent: Sequence[int] = (32, 8), vectorize: int = 1,
@@ -540,8 +555,6 @@ def _print_shape(vectorize: int, output_shape: int | Sequence[int]) -> tuple[int
             or vectorize < 1:
         raise ValueError(f"vectorize must be a positive integer, got {vectorize!r}")
     per_line, lines_per_block = _pair(output_shape, "output_shape", 8)
-    if per_line < 1 or lines_per_block < 1:
-        raise ValueError(f"output_shape must be positive, got {per_line},{lines_per_block}")
     if per_line % vectorize:
         raise ValueError(f"vectorize={vectorize} must divide contiguous elements in "
                          f"output_shape={per_line},{lines_per_block}")
@@ -550,6 +563,8 @@ def _print_shape(vectorize: int, output_shape: int | Sequence[int]) -> tuple[int
 
 def _render(layout: Layout, pitch_linear: bool, vectorize: int, per_line: int,
             lines_per_block: int, name: str) -> str:
+    check_memory(_RENDER_BYTES * max(layout.capacity, layout.shape[0] * layout.shape[1]),
+                 f"printing {name}")
     # Which logical coordinate each storage element holds (-1: none), in TensorCoord order.
     rows, cols = np.indices(layout.shape, dtype=np.int64)
     coord = (cols, rows) if pitch_linear else (rows, cols)

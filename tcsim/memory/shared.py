@@ -14,10 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..isa.fragments import ldmatrix_fragment
-from .access import WARP, Access, _as_addresses, access, parse_instruction
-
-# The most shared memory one block can have on sm_90: 227 KB.
-SM90_BLOCK_LIMIT = 227 * 1024
+from ..isa.validate import integer, integer_array
+from .access import SM90_BLOCK_LIMIT, WARP, Access, _access, parse_instruction
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -40,8 +38,8 @@ class SharedMemory:
     """Byte-addressable shared memory of ``size`` bytes (at most the sm_90 per-block limit)."""
 
     def __init__(self, size: int = SM90_BLOCK_LIMIT) -> None:
-        if not 0 < size <= SM90_BLOCK_LIMIT:
-            raise ValueError(f"shared memory size must be 1..{SM90_BLOCK_LIMIT} bytes, got {size}")
+        size = integer(size, "shared memory size", minimum=1, maximum=SM90_BLOCK_LIMIT,
+                       why=" bytes (SM90_BLOCK_LIMIT)")
         self.size = size
         self.data = np.zeros(size, np.uint8)
         self.sites: dict[str, SiteTotals] = defaultdict(SiteTotals)
@@ -50,8 +48,7 @@ class SharedMemory:
 
     def _account(self, instruction: str, addresses, site: str | None,
                  sources=None) -> tuple[Access, np.ndarray, np.ndarray]:
-        acc = access(instruction, addresses, size=self.size, site=site, sources=sources)
-        addr, active = _as_addresses(addresses)
+        acc, addr, active = _access(instruction, addresses, self.size, site, sources)
         name = site or acc.instruction
         totals = self.sites[name]
         if totals.instruction and totals.instruction != acc.instruction:
@@ -86,7 +83,7 @@ class SharedMemory:
         inst = parse_instruction(instruction)
         if inst.kind not in ("st", "cp.async"):
             raise ValueError(f"store() takes st.shared or cp.async, not {instruction!r}")
-        values = np.asarray(values, np.uint8).reshape(WARP, inst.bytes_per_address)
+        values = _bytes(values, inst)
         _, addr, active = self._account(instruction, addresses, site, sources)
         self._scatter(addr, active, values)
 
@@ -109,7 +106,11 @@ class SharedMemory:
         if inst.kind != "stmatrix":
             raise ValueError(f"stmatrix() takes stmatrix instructions, not {instruction!r}")
         frag = ldmatrix_fragment(inst.matrices, inst.transpose)
-        rows = frag.scatter_bits(frag.from_registers(np.asarray(registers, np.uint32)))
+        registers = frag.check_registers(registers)
+        if registers.shape != (WARP, inst.matrices):
+            raise ValueError(f"{instruction}: registers must have shape (32, {inst.matrices}), "
+                             f"got {registers.shape}")
+        rows = frag.scatter_bits(frag.from_registers(registers))
         _, addr, _ = self._account(instruction, addresses, site)
         lanes = np.arange(8 * inst.matrices)
         self._scatter(addr[lanes], np.ones(lanes.size, bool), rows.view(np.uint8))
@@ -131,7 +132,21 @@ class SharedMemory:
     def view(self, offset: int, dtype, count: int) -> np.ndarray:
         """A typed view of ``count`` elements at byte ``offset`` (for setting up and checking)."""
         dtype = np.dtype(dtype)
+        offset = integer(offset, "offset", minimum=0)
+        count = integer(count, "count", minimum=0)
         end = offset + count * dtype.itemsize
         if offset < 0 or end > self.size:
             raise IndexError(f"bytes {offset}..{end} are outside shared memory of {self.size}")
         return self.data[offset:end].view(dtype)
+
+
+def _bytes(values, inst) -> np.ndarray:
+    """The lanes' bytes to store: integers 0..255 of shape (32, width), as uint8."""
+    width = inst.bytes_per_address
+    if np.shape(values) != (WARP, width):
+        raise ValueError(f"{inst.spelling}: values must be (32, {width}) bytes, one row a lane, "
+                         f"got shape {np.shape(values)}")
+    out, _ = integer_array(values, f"{inst.spelling} values", limit=256,
+                           limit_text=" (a byte is 0..255)",
+                           name=lambda i: f"lane {i // width} byte {i % width}")
+    return out.astype(np.uint8)
