@@ -30,7 +30,8 @@ class Fact:
 
 def _dtype(t):
     return {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32,
-            "f32": np.float32}[t]
+            "f32": np.float32, "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2,
+            "s8": np.int8, "u8": np.uint8, "s32": np.int32}[t]
 
 
 def operands(fact: Fact):
@@ -58,6 +59,14 @@ QP_F32 = "m8n8k4.row.col.f32.f16.f16.f32"
 QP_F16 = "m8n8k4.col.row.f16.f16.f16.f16"
 F32_NAN_LOW_PAYLOAD = np.uint32(0x7F800001).view(np.float32)  # f32 NaN, tf32 +inf
 TINY = 2.0**-24
+E5_K32 = "m16n8k32.row.col.f32.e5m2.e5m2.f32"
+E4_K32 = "m16n8k32.row.col.f32.e4m3.e4m3.f32"
+E4_K32_F16 = "m16n8k32.row.col.f16.e4m3.e4m3.f16"
+E4E5_K16 = "m16n8k16.row.col.f32.e4m3.e5m2.f32"
+S8_K32 = "m16n8k32.row.col.s32.s8.s8.s32"
+S8_K32_SAT = "m16n8k32.row.col.satfinite.s32.s8.s8.s32"
+U8S8_K16 = "m16n8k16.row.col.s32.u8.s8.s32"
+E4M3_NAN = np.uint8(0x7F).view(ml_dtypes.float8_e4m3fn)
 
 FACTS = [
     Fact("sum_exact_where_fma_chain_rounds", K8_F32, (1.5 * 2**-12,) * 8, (2.0**-12,) * 8, 1.0,
@@ -110,4 +119,32 @@ FACTS = [
          (2.0**-12, 0.0, 1.0, 0.0), 1.0, 0x0004,
          "fl(1 + 3 * 2**-24) = 1 + 2**-22 (a tie rounded to even), then - 1: 2**-22; exact "
          "arithmetic, or C added last, gives 3 * 2**-24 (0x0003)"),
+    # fp8 on sm_90: widened to f16, two f16 mma.sync steps (k % 4 in {0, 1}, then {2, 3}) from
+    # +0, then C added with round-to-nearest (tcsim.isa.fp8_lowering).
+    Fact("fp8_c_added_last_to_nearest", E4_K32, (1.0,), (1.0,), 1.5 * 2.0**-24, 0x3F800001,
+         "1 + 1.5 * 2**-24: FADD rounds to nearest, 1 + 2**-23; one fused sum rounding toward "
+         "zero (the f16 rule) would give 1.0"),
+    Fact("fp8_steps_split_k_by_k_mod_4", E5_K32, (1.0, 2.0**-12, 2.0**-12), (1.0, 2.0**-12,
+         2.0**-12), 0.0, 0x3F800000,
+         "k = 1 joins the first step (1 + 2**-24 rounds toward zero to 1), k = 2 the second "
+         "(again 1): 1.0; summed in one step, 1 + 2 * 2**-24 = 1 + 2**-23 exactly"),
+    Fact("fp8_same_step_sums_exactly", E5_K32, (1.0, 2.0**-12, 0.0, 0.0, 2.0**-12),
+         (1.0, 2.0**-12, 0.0, 0.0, 2.0**-12), 0.0, 0x3F800001,
+         "k = 1 and k = 4 are both in the first step: 1 + 2 * 2**-24 = 1 + 2**-23, exact"),
+    Fact("fp8_f16_steps_and_add_round_to_even", E4_K32_F16, (1.0, 0.0, 2.0**-9), (1.0, 0.0,
+         0.25), 2.0**-11, 0x3C00,
+         "e4m3 subnormal 2**-9 times 0.25 is 2**-11 (k = 2, second step): 1 + 2**-11 is a tie "
+         "(to 1.0), then + C = 2**-11 ties again: 1.0; one sum would give 1 + 2**-10"),
+    Fact("fp8_nan_operand_gives_canonical_nan", E4_K32, (E4M3_NAN,), (1.0,), 1.0, NAN32,
+         "e4m3 S.1111.111 is NaN: 0x7fffffff"),
+    Fact("fp8_inf_product_minus_inf_c_is_nan", E4E5_K16, (1.0,), (float("inf"),),
+         -float("inf"), NAN32, "the f16 steps give +inf; FADD(-inf, +inf) is NaN"),
+    Fact("fp8_c_subnormal_kept", E4_K32, (0.0,), (1.0,), 2.0**-149, 0x00000001,
+         "zero products, C the smallest f32 subnormal: FADD keeps it"),
+    Fact("s8_wraps_around", S8_K32, (1,), (1,), 2**31 - 1, 0x80000000,
+         "2**31 - 1 + 1 wraps to -2**31 without .satfinite"),
+    Fact("s8_satfinite_clamps", S8_K32_SAT, (1,), (1,), 2**31 - 1, 0x7FFFFFFF,
+         ".satfinite clamps 2**31 to the largest s32"),
+    Fact("u8_times_s8_exact", U8S8_K16, (255,) * 16, (-128,) * 16, -7, 0xFFF807F9,
+         "16 * 255 * -128 - 7 = -522247 exactly"),
 ]

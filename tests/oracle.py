@@ -12,7 +12,7 @@ from fractions import Fraction
 
 # name: (exponent bits, fraction bits, low ignored bits, storage bits)
 FORMATS = {"f16": (5, 10, 0, 16), "bf16": (8, 7, 0, 16), "tf32": (8, 10, 13, 32),
-           "f32": (8, 23, 0, 32)}
+           "f32": (8, 23, 0, 32), "e4m3": (4, 3, 0, 8), "e5m2": (5, 2, 0, 8)}
 
 
 def decode(name: str, bits: int):
@@ -23,6 +23,12 @@ def decode(name: str, bits: int):
     field = bits >> (low + fb) & ((1 << eb) - 1)
     frac = bits >> low & ((1 << fb) - 1)
     bias = (1 << (eb - 1)) - 1
+    if name == "e4m3":  # OCP E4M3: no infinity; only S.1111.111 is NaN
+        if field == 15 and frac == 7:
+            return "nan", sign, 0, 0
+        if field:
+            return "finite", sign, frac | (1 << fb), field - bias
+        return "finite", sign, frac, 1 - bias
     if field == (1 << eb) - 1:
         return ("nan" if frac else "inf"), sign, 0, 0
     if field == 0:
@@ -110,3 +116,58 @@ def dot(in_type, out_type, acc_type, a_row, b_col, c, *, group, F, zero_exp, nan
         acc_bits = encode(out_type, Fraction(total) * Fraction(2) ** (emax - F), rounding)
         acc_name = out_type
     return acc_bits
+
+
+def widen_to_f16(name: str, bits: int) -> int:
+    """An fp8 value as the f16 bit pattern of the same value (every fp8 value is an f16 one)."""
+    kind, sign, sig, exp = decode(name, bits)
+    if kind == "nan":
+        return 0x7E00
+    if kind == "inf":
+        return 0xFC00 if sign < 0 else 0x7C00
+    if sig == 0:
+        return 0x8000 if sign < 0 else 0
+    return encode("f16", value(name, bits), "rn")
+
+
+def ieee_add_nearest(name: str, x_bits: int, y_bits: int, nan_bits: int) -> int:
+    """x + y rounded to nearest even (FADD / HADD2 without flush-to-zero)."""
+    kx, sx, _, _ = decode(name, x_bits)
+    ky, sy, _, _ = decode(name, y_bits)
+    eb, fb, low, storage = FORMATS[name]
+    inf = ((1 << eb) - 1) << (fb + low)
+    if "nan" in (kx, ky) or (kx == ky == "inf" and sx != sy):
+        return nan_bits
+    if "inf" in (kx, ky):
+        sign = sx if kx == "inf" else sy
+        return ((sign < 0) << (storage - 1)) | inf
+    total = value(name, x_bits) + value(name, y_bits)
+    if total == 0:  # +0 unless both are -0
+        both_negative = (int(x_bits) >> (storage - 1)) & (int(y_bits) >> (storage - 1)) & 1
+        return both_negative << (storage - 1)
+    return encode(name, total, "rn")
+
+
+def fp8_lowered_dot(a_type, b_type, out_type, a_row, b_col, c, *, group, F, zero_exp, nan_bits):
+    """One output of sm_90's fp8 mma.sync: f16 steps over k % 4 in {0, 1}, then {2, 3}, from
+    +0, then C added to nearest."""
+    a16 = [widen_to_f16(a_type, x) for x in a_row]
+    b16 = [widen_to_f16(b_type, x) for x in b_col]
+    acc = 0
+    for part in ((0, 1), (2, 3)):
+        ks = [k for k in range(len(a16)) if k % 4 in part]
+        acc = dot("f16", out_type, out_type, [a16[k] for k in ks], [b16[k] for k in ks], acc,
+                  group=group, F=F, zero_exp=zero_exp, nan_bits=nan_bits)
+    return ieee_add_nearest(out_type, c, acc, nan_bits)
+
+
+def integer_dot(a_type, b_type, a_row, b_col, c, saturate: bool) -> int:
+    """One output of an integer mma.sync, as s32 bits."""
+    def signed(bits, width, is_signed):
+        bits = int(bits) & ((1 << width) - 1)
+        return bits - (1 << width) if is_signed and bits >> (width - 1) else bits
+    total = signed(c, 32, True) + sum(
+        signed(a, 8, a_type == "s8") * signed(b, 8, b_type == "s8") for a, b in zip(a_row, b_col))
+    if saturate:
+        total = max(-(2**31), min(2**31 - 1, total))
+    return total & 0xFFFFFFFF

@@ -17,6 +17,9 @@ def mma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.
     import cupy
 
     spec = parse(qualifier)
+    if spec.family == "fp8" and int(runtime.compute_capability()) < 89:
+        raise runtime.HardwareUnavailable(
+            f"{spec.qualifier} needs sm_89 or newer; this GPU is sm_{runtime.compute_capability()}")
     frags = {op: mma_fragment(spec, op) for op in "abcd"}
     arrays = {}
     for op, x in zip("abc", (a, b, c)):

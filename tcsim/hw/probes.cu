@@ -308,3 +308,563 @@ extern "C" __global__ void probe_mma_m16n8k8_row_col_f32_tf32_tf32_f32(
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
     for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
 }
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_f16_e4m3_e4m3_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[2], d[2];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 2; ++i) c[i] = gc[slot * 2 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.e4m3.e4m3.f16 {%0, %1}, {%2, %3}, {%4}, {%5, %6};"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 2; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 2; ++i) gd[slot * 2 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_f16_e4m3_e5m2_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[2], d[2];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 2; ++i) c[i] = gc[slot * 2 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.e4m3.e5m2.f16 {%0, %1}, {%2, %3}, {%4}, {%5, %6};"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 2; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 2; ++i) gd[slot * 2 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_f16_e5m2_e4m3_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[2], d[2];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 2; ++i) c[i] = gc[slot * 2 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.e5m2.e4m3.f16 {%0, %1}, {%2, %3}, {%4}, {%5, %6};"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 2; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 2; ++i) gd[slot * 2 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_f16_e5m2_e5m2_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[2], d[2];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 2; ++i) c[i] = gc[slot * 2 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.e5m2.e5m2.f16 {%0, %1}, {%2, %3}, {%4}, {%5, %6};"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 2; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 2; ++i) gd[slot * 2 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_f32_e4m3_e4m3_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 4; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_f32_e4m3_e5m2_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.e4m3.e5m2.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 4; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_f32_e5m2_e4m3_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.e5m2.e4m3.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 4; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_f32_e5m2_e5m2_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.e5m2.e5m2.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 4; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_f16_e4m3_e4m3_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[2], d[2];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) c[i] = gc[slot * 2 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%8, %9};"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 2; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 2; ++i) gd[slot * 2 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_f16_e4m3_e5m2_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[2], d[2];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) c[i] = gc[slot * 2 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%8, %9};"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 2; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 2; ++i) gd[slot * 2 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_f16_e5m2_e4m3_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[2], d[2];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) c[i] = gc[slot * 2 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%8, %9};"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 2; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 2; ++i) gd[slot * 2 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_f16_e5m2_e5m2_f16(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[2], d[2];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 2; ++i) c[i] = gc[slot * 2 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%8, %9};"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 2; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 2; ++i) gd[slot * 2 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_f32_e4m3_e4m3_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 4; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_f32_e4m3_e5m2_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 4; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_f32_e5m2_e4m3_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 4; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_f32_e5m2_e5m2_f32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#else
+    asm volatile("trap;");
+    for (int i = 0; i < 4; ++i) d[i] = a[0] ^ b[0] ^ c[0];
+#endif
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_s32_s8_s8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_s32_s8_u8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.u8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_s32_u8_s8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_s32_u8_u8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.u8.u8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_satfinite_s32_s8_s8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.satfinite.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_satfinite_s32_s8_u8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.satfinite.s32.s8.u8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_satfinite_s32_u8_s8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.satfinite.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k16_row_col_satfinite_s32_u8_u8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[2], b[1], c[4], d[4];
+    for (int i = 0; i < 2; ++i) a[i] = ga[slot * 2 + i];
+    for (int i = 0; i < 1; ++i) b[i] = gb[slot * 1 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.satfinite.s32.u8.u8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_s32_s8_s8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_s32_s8_u8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_s32_u8_s8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_s32_u8_u8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_satfinite_s32_s8_s8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_satfinite_s32_s8_u8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_satfinite_s32_u8_s8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}
+
+extern "C" __global__ void probe_mma_m16n8k32_row_col_satfinite_s32_u8_u8_s32(
+    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,
+    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)
+{
+    TCSIM_LANE_INDEX(count)
+    uint32_t a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; ++i) a[i] = ga[slot * 4 + i];
+    for (int i = 0; i < 2; ++i) b[i] = gb[slot * 2 + i];
+    for (int i = 0; i < 4; ++i) c[i] = gc[slot * 4 + i];
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.u8.u8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int i = 0; i < 4; ++i) gd[slot * 4 + i] = d[i];
+}

@@ -49,6 +49,11 @@ def probe_kernel(qualifier: str) -> str:
         + [f'"r"(b[{i}])' for i in range(nb)]
         + [f'"r"(c[{i}])' for i in range(nc)]
     )
+    call = [f'    asm volatile("{asm}"', f"        : {outs}", f"        : {ins});"]
+    if spec.family == "fp8":  # PTX: fp8 mma.sync needs sm_89; older targets trap
+        call = ["#if __CUDA_ARCH__ >= 890", *call, "#else",
+                '    asm volatile("trap;");',
+                f"    for (int i = 0; i < {nd}; ++i) d[i] = a[0] ^ b[0] ^ c[0];", "#endif"]
     lines = [
         f'extern "C" __global__ void {spec.kernel_name}(',
         "    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,",
@@ -59,9 +64,7 @@ def probe_kernel(qualifier: str) -> str:
         f"    for (int i = 0; i < {na}; ++i) a[i] = ga[slot * {na} + i];",
         f"    for (int i = 0; i < {nb}; ++i) b[i] = gb[slot * {nb} + i];",
         f"    for (int i = 0; i < {nc}; ++i) c[i] = gc[slot * {nc} + i];",
-        f'    asm volatile("{asm}"',
-        f"        : {outs}",
-        f"        : {ins});",
+        *call,
         f"    for (int i = 0; i < {nd}; ++i) gd[slot * {nd} + i] = d[i];",
         "}",
     ]

@@ -1,4 +1,5 @@
-"""Floating-point formats at the bit level: f16, bf16, tf32 and f32.
+"""Number formats at the bit level: f16, bf16, tf32, f32, the fp8 formats e4m3 and e5m2, and the
+integers s8, u8 and s32.
 
 This module owns the encoding of every format the tensor cores read or write: exponent fields,
 exact values of bit patterns, and rounding exact values back to bits (to nearest even or toward
@@ -23,7 +24,9 @@ class FloatFormat:
     """A binary floating-point format as stored in a register slot.
 
     ``ignored_low_bits`` is for tf32: the value sits in an f32 container and the tensor core
-    ignores the container's low 13 bits.
+    ignores the container's low 13 bits. ``nan_only`` is for e4m3 (OCP's E4M3, ml_dtypes'
+    float8_e4m3fn): it has no infinity, the all-ones exponent field holds finite numbers, and
+    only S.1111.111 is NaN.
     """
 
     name: str
@@ -32,6 +35,7 @@ class FloatFormat:
     storage_bits: int
     dtype: np.dtype
     ignored_low_bits: int = 0
+    nan_only: bool = False
 
     def __repr__(self) -> str:
         return f"FloatFormat({self.name})"
@@ -47,11 +51,11 @@ class FloatFormat:
 
     @property
     def emax(self) -> int:
-        return self.bias
+        return self.bias + int(self.nan_only)
 
     @property
     def uint(self) -> type:
-        return np.uint16 if self.storage_bits == 16 else np.uint32
+        return _UINT[self.storage_bits]
 
     @property
     def _layout(self) -> tuple[int, int, int]:
@@ -62,17 +66,21 @@ class FloatFormat:
         return sign_shift, exp_shift, (1 << self.fraction_bits) - 1
 
     def inf_bits(self, negative: bool = False) -> int:
+        if self.nan_only:
+            raise ValueError(f"{self.name} has no infinity")
         sign_shift, exp_shift, _ = self._layout
         return (int(negative) << sign_shift) | (((1 << self.exponent_bits) - 1) << exp_shift)
 
     def quiet_nan_bits(self) -> int:
-        _, exp_shift, _ = self._layout
+        sign_shift, exp_shift, _ = self._layout
+        if self.nan_only:
+            return (1 << sign_shift) - 1
         return self.inf_bits() | (1 << (exp_shift - 1))
 
     def max_finite(self) -> float:
-        return float(
-            ((2 << self.fraction_bits) - 1) * 2.0 ** (self.emax - self.fraction_bits)
-        )
+        # e4m3: the all-ones significand of the top binade is NaN, so one step below it.
+        top = (2 << self.fraction_bits) - 1 - int(self.nan_only)
+        return float(top * 2.0 ** (self.emax - self.fraction_bits))
 
     # ---- arrays <-> bit patterns -------------------------------------------------------------
 
@@ -105,6 +113,8 @@ class FloatFormat:
                 return _f16_values(b, special).astype(dtype, copy=False)
             if self.name == "bf16":  # bf16 is the top half of an f32
                 return (b.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(dtype)
+            if self.storage_bits == 8:  # ml_dtypes' fp8 casts are exact
+                return self.from_bits(b).astype(dtype)
             if self.ignored_low_bits:
                 b = b & b.dtype.type(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF)
             return self.from_bits(b).astype(dtype, copy=False)
@@ -121,6 +131,9 @@ class FloatFormat:
         return field.astype(dtype) - dtype(self.bias)
 
     def is_finite(self, bits: np.ndarray) -> np.ndarray:
+        if self.nan_only:
+            nan = self.quiet_nan_bits()
+            return (np.asarray(bits) & np.asarray(bits).dtype.type(nan)) != nan
         return self.exponent_field(bits) != (1 << self.exponent_bits) - 1
 
     # ---- encoding ----------------------------------------------------------------------------
@@ -236,11 +249,13 @@ class FloatFormat:
             r = np.where(inside, u & ~mask, np.uint64(0))
         value = r.view(np.float64)
         finite = np.isfinite(np.asarray(x, np.float64))
-        too_big = finite & (value >= 2.0 ** (self.emax + 1))
+        too_big = finite & (value > self.max_finite())
         if overflow == "saturate" or (overflow == "ieee" and rounding == "rz"):
             value = np.where(too_big, self.max_finite(), value)
-        else:
-            value = np.where(too_big, np.inf, value)
+        else:  # e4m3 has no infinity: its overflow (and an infinite input) is NaN
+            value = np.where(too_big, np.nan if self.nan_only else np.inf, value)
+        if self.nan_only:
+            value = np.where(np.isinf(np.asarray(x, np.float64)), np.nan, value)
         if not subnormals:
             value = np.where(value < 2.0 ** self.emin, 0.0, value)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -287,15 +302,60 @@ def _f16_values(h: np.ndarray, special: np.ndarray | bool) -> np.ndarray:
     return out
 
 
+_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+
 F16 = FloatFormat("f16", 5, 10, 16, np.dtype(np.float16))
 BF16 = FloatFormat("bf16", 8, 7, 16, np.dtype(ml_dtypes.bfloat16))
 TF32 = FloatFormat("tf32", 8, 10, 32, np.dtype(np.float32), ignored_low_bits=13)
 F32 = FloatFormat("f32", 8, 23, 32, np.dtype(np.float32))
+E4M3 = FloatFormat("e4m3", 4, 3, 8, np.dtype(ml_dtypes.float8_e4m3fn), nan_only=True)
+E5M2 = FloatFormat("e5m2", 5, 2, 8, np.dtype(ml_dtypes.float8_e5m2))
 
-FORMATS: dict[str, FloatFormat] = {f.name: f for f in (F16, BF16, TF32, F32)}
+
+@dataclass(frozen=True, eq=False)
+class IntFormat:
+    """A two's-complement or unsigned integer as stored in a register slot (s8, u8, s32)."""
+
+    name: str
+    storage_bits: int
+    dtype: np.dtype
+
+    def __repr__(self) -> str:
+        return f"IntFormat({self.name})"
+
+    @property
+    def uint(self) -> type:
+        return _UINT[self.storage_bits]
+
+    @property
+    def signed(self) -> bool:
+        return self.dtype.kind == "i"
+
+    def to_bits(self, values: np.ndarray) -> np.ndarray:
+        values = np.asarray(values)
+        if values.dtype != self.dtype:
+            raise TypeError(
+                f"{self.name} operand must have dtype {self.dtype.name}, got {values.dtype.name}"
+            )
+        return values.view(self.uint)
+
+    def from_bits(self, bits: np.ndarray) -> np.ndarray:
+        return np.asarray(bits).astype(self.uint, copy=False).view(self.dtype)
+
+    def values(self, bits: np.ndarray, dtype: type = np.int64) -> np.ndarray:
+        return self.from_bits(bits).astype(dtype)
 
 
-def format_named(name: str) -> FloatFormat:
+S8 = IntFormat("s8", 8, np.dtype(np.int8))
+U8 = IntFormat("u8", 8, np.dtype(np.uint8))
+S32 = IntFormat("s32", 32, np.dtype(np.int32))
+
+FORMATS: dict[str, FloatFormat | IntFormat] = {
+    f.name: f for f in (F16, BF16, TF32, F32, E4M3, E5M2, S8, U8, S32)
+}
+
+
+def format_named(name: str) -> FloatFormat | IntFormat:
     try:
         return FORMATS[name]
     except KeyError:

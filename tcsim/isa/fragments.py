@@ -1,10 +1,10 @@
 """Fragment maps: which lane and register of a warp hold which matrix element, as data.
 
 A `FragmentMap` is an integer table ``coords[lane, element] = (row, col)``. Element ``e`` of a
-lane sits in register ``e // per_register``; with 16-bit elements two share a 32-bit register,
-the lower-indexed element in the low half. Packing, unpacking, the simulator, the GPU tests and
-the diagrams all read these tables; this module is the only place the PTX ISA's layout
-formulas are written down.
+lane sits in register ``e // per_register``; with 16-bit elements two share a 32-bit register
+and with 8-bit elements four, the lower-indexed element in the lower bits. Packing, unpacking,
+the simulator, the GPU tests and the diagrams all read these tables; this module is the only
+place the PTX ISA's layout formulas are written down.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from .formats import F16, FloatFormat
 from .qualifier import MmaSpec, parse
+from .validate import broadcast_batch, check_memory
 
 WARP_SIZE = 32
 if sys.byteorder != "little":  # registers are viewed as pairs of 16-bit elements in place
@@ -75,7 +76,8 @@ class FragmentMap:
         return out
 
     def locate(self, row: int, col: int) -> tuple[int, int, int]:
-        """(lane, register, half) holding element (row, col); half is 0 for the low 16 bits."""
+        """(lane, register, part) holding element (row, col); part is the element's place in
+        its register, 0 for the lowest bits (the low half, or byte 0 of four)."""
         e = int(self.element_of[row, col])
         return int(self.lane_of[row, col]), e // self.per_register, e % self.per_register
 
@@ -129,6 +131,7 @@ class FragmentMap:
                 f"{self.name}: expected registers of shape (..., 32, {self.registers}), "
                 f"got {r.shape}"
             )
+        check_memory(r.size * 4, f"{self.name}: registers of shape {r.shape}")  # a broadcast view
         return r
 
     def check_matrix(self, matrix: np.ndarray) -> np.ndarray:
@@ -140,7 +143,7 @@ class FragmentMap:
         r = np.ascontiguousarray(self.check_registers(regs))
         if self.per_register == 1:
             return r
-        return r.view(np.uint16)  # a view: writes through to the registers
+        return r.view(self.format.uint)  # a view: writes through to the registers
 
     def registers_to_batch_last(self, regs: np.ndarray, transpose: bool = False,
                                 out: np.ndarray | None = None) -> np.ndarray:
@@ -171,7 +174,8 @@ class FragmentMap:
     # ---- display ---------------------------------------------------------------------------
 
     def table(self) -> str:
-        """Each matrix element as ``T<lane>:r<register>[.lo|.hi]``, one matrix row per line."""
+        """Each matrix element as ``T<lane>:r<register>[.lo|.hi|.b0..b3]``, one matrix row per
+        line."""
         width = max(len(self._cell(0, 0)), len(self._cell(self.rows - 1, self.cols - 1))) + 1
         head = " " * 5 + "".join(f"{c:>{width}}" for c in range(self.cols))
         lines = [f"{self.name}: {self.rows}x{self.cols} {self.format.name}, "
@@ -182,11 +186,14 @@ class FragmentMap:
         return "\n".join(lines)
 
     def register_label(self, row: int, col: int) -> tuple[int, str]:
-        """(lane, ``r<register>[.lo|.hi]``) holding element (row, col), as tables and diagrams
-        print it."""
-        lane, reg, half = self.locate(row, col)
-        suffix = "" if self.per_register == 1 else (".lo", ".hi")[half]
-        return lane, f"r{reg}{suffix}"
+        """(lane, ``r<register>[.lo|.hi|.b0..b3]``) holding element (row, col), as tables and
+        diagrams print it."""
+        lane, reg, part = self.locate(row, col)
+        if self.per_register == 1:
+            return lane, f"r{reg}"
+        if self.per_register == 2:
+            return lane, f"r{reg}{('.lo', '.hi')[part]}"
+        return lane, f"r{reg}.b{part}"  # 8-bit elements: byte 0 (lowest) .. 3
 
     def _cell(self, row: int, col: int) -> str:
         lane, reg = self.register_label(row, col)
@@ -216,7 +223,21 @@ def check_matrix(name: str, fmt: FloatFormat, shape: tuple[int, int], matrix) ->
         raise ValueError(
             f"{name}: expected a matrix of shape (..., {shape[0]}, {shape[1]}), got {m.shape}"
         )
+    check_memory(m.size * m.itemsize, f"{name}: a matrix of shape {m.shape}")  # a broadcast view
     return m
+
+
+def check_batch(spec: MmaSpec, operands) -> tuple[int, ...]:
+    """The batch shape that A, B and C (matrices or registers) broadcast to, checked: a
+    ValueError names two operands whose batch shapes do not broadcast, or refuses, before
+    anything is allocated, a batch whose operands and result would not fit in memory."""
+    batch = broadcast_batch({op: np.shape(x)[:-2] for op, x in zip("ABC", operands)},
+                            spec.qualifier)
+    per = sum(rows * cols * spec.format(op).storage_bits // 8 * spec.products_per_warp
+              for op in "abcd" for rows, cols in [spec.matrix_shape(op)])
+    check_memory(int(np.prod(batch, dtype=object)) * per,
+                 f"{spec.qualifier} on a batch of shape {batch}")
+    return batch
 
 
 def store_batch_last(destination: np.ndarray, source: np.ndarray) -> None:
@@ -258,7 +279,15 @@ def _b_tf32(g, t, i):  # tf32 B: k x 8
     return t + 4 * i, g
 
 
-def _accumulator(g, t, i):  # C and D: 16 x 8, f16 or f32
+def _a_8bit(g, t, i):  # e4m3/e5m2/s8/u8 A: 16 x k (k = 16, 32), four elements per register
+    return g + 8 * ((i // 4) % 2), 4 * t + (i % 4) + 16 * (i // 8)
+
+
+def _b_8bit(g, t, i):  # 8-bit B: k x 8
+    return 4 * t + (i % 4) + 16 * (i // 4), g
+
+
+def _accumulator(g, t, i):  # C and D: 16 x 8, f16, f32 or s32
     return g + 8 * (i // 2), 2 * t + (i % 2)
 
 
@@ -335,6 +364,8 @@ def _mma_fragment(qualifier: str, operand: str) -> FragmentMap:
         where = _accumulator
     elif spec.input_type == "tf32":
         where = _a_tf32 if operand == "a" else _b_tf32
+    elif fmt.storage_bits == 8:
+        where = _a_8bit if operand == "a" else _b_8bit
     else:
         where = _a_16bit if operand == "a" else _b_16bit
     return _build(f"{spec.qualifier} {operand.upper()}", rows, cols, fmt, elements, where)
@@ -342,8 +373,8 @@ def _mma_fragment(qualifier: str, operand: str) -> FragmentMap:
 
 def mma_fragment(spec: MmaSpec | str, operand: str) -> FragmentMap:
     """The fragment map of one operand ("a", "b", "c" or "d") of an mma.sync instruction."""
-    spec = parse(spec) if isinstance(spec, str) else spec
-    op = operand.lower()
+    spec = spec if isinstance(spec, MmaSpec) else parse(spec)
+    op = operand.lower() if isinstance(operand, str) else None
     if op not in ("a", "b", "c", "d"):
         raise ValueError(f"operand must be 'a', 'b', 'c' or 'd', got {operand!r}")
     return _mma_fragment(spec.qualifier, op)

@@ -17,7 +17,9 @@ import numpy as np
 from .adder import fused_step, special_step, work_plan
 from .allocator import tune_allocator
 from .formats import at_least
-from .fragments import check_matrix, mma_fragment, store_batch_last
+from .fp8_lowering import fp8_lowering_bits
+from .fragments import check_batch, check_matrix, mma_fragment, store_batch_last
+from .integer_mma import integer_mma_bits
 from .profiles import AdderRule, ArchProfile, profile
 from .quad_pair import ffma_lowering_bits
 from .qualifier import MmaSpec, parse
@@ -37,12 +39,14 @@ def mma(
 ) -> np.ndarray:
     """``D = A @ B + C`` for one mma.sync instruction, bit-exact, over any batch shape.
 
-    A is (..., M, K), B is (..., K, N), C is (..., M, N); dtypes float16, ml_dtypes.bfloat16 or
-    float32 as the qualifier's types say (tf32 operands are float32 whose low 13 bits are
-    ignored, as the hardware ignores them). Returns D (..., M, N) in D's dtype.
+    A is (..., M, K), B is (..., K, N), C is (..., M, N); dtypes as the qualifier's types say:
+    float16, ml_dtypes.bfloat16, float32 (f32, and tf32, whose low 13 bits the hardware
+    ignores), ml_dtypes.float8_e4m3fn / float8_e5m2, int8, uint8 or int32 (s32).
+    Returns D (..., M, N) in D's dtype.
     """
     spec = parse(qualifier)
     bits = [_matrix_bits(spec, op, x) for op, x in zip("abc", (A, B, C))]
+    check_batch(spec, bits)
     # Same bits as unpack(mma_regs(pack(A), pack(B), pack(C))), without the register shuffles.
     return spec.format("d").from_bits(mma_bits(spec, *bits, profile(arch)))
 
@@ -64,8 +68,9 @@ def mma_regs(
     tune_allocator()
     fa, fb, fc, fd = (mma_fragment(spec, op) for op in "abcd")
     regs = [f.check_registers(x) for f, x in zip((fa, fb, fc), (a, b, c))]
-    if spec.products_per_warp > 1:
-        return _quad_pair_regs(spec, regs, profile(arch))
+    check_batch(spec, regs)
+    if spec.products_per_warp > 1 or not _runs_on_adder(spec):
+        return _via_matrices(spec, regs, profile(arch))
     batch, (a, b, c) = _flatten(regs)
     d = np.empty((a.shape[0], 32, fd.registers), np.uint32)
     d_elements = fd.from_registers(d)  # a view: (n, 32, elements) in D's storage type
@@ -90,8 +95,14 @@ def _matrix_bits(spec: MmaSpec, operand: str, x) -> np.ndarray:
     return fmt.to_bits(check_matrix(name, fmt, spec.matrix_shape(operand), x))
 
 
-def _quad_pair_regs(spec: MmaSpec, regs, arch: ArchProfile) -> np.ndarray:
-    """m8n8k4 registers: a warp's four stacked quad-pair products, one product at a time."""
+def _runs_on_adder(spec: MmaSpec) -> bool:
+    """Whether the instruction is one pass of the fused adder (not a lowering or integers)."""
+    return spec.family not in ("fp8", "int8")
+
+
+def _via_matrices(spec: MmaSpec, regs, arch: ArchProfile) -> np.ndarray:
+    """Registers through matrices: for m8n8k4, a warp's four stacked quad-pair products one
+    product at a time; for lowered and integer instructions, their matrix-level engines."""
     frags = [mma_fragment(spec, op) for op in "abcd"]
     per = spec.products_per_warp
     mats = []
@@ -120,9 +131,14 @@ def mma_bits(
     """D bit patterns (..., M, N) from A (..., M, K), B (..., K, N), C (..., M, N) bit patterns."""
     tune_allocator()
     rule = arch.check(spec)
+    A, B, C = (np.asarray(x) for x in (A, B, C))
+    if spec.integer:
+        return integer_mma_bits(spec, A, B, C)
+    if spec.family == "fp8":  # as ptxas lowers it on sm_90
+        return fp8_lowering_bits(spec, A, B, C, arch)
     if rule is None:  # m8n8k4 as ptxas lowers it (sm_90)
-        return ffma_lowering_bits(spec, np.asarray(A), np.asarray(B), np.asarray(C))
-    batch, (A, B, C) = _flatten([np.asarray(x) for x in (A, B, C)])
+        return ffma_lowering_bits(spec, A, B, C)
+    batch, (A, B, C) = _flatten([A, B, C])
     D = np.empty((A.shape[0], spec.m, spec.n), spec.format("d").uint)
 
     def load(s: int, e: int):

@@ -62,6 +62,11 @@ class ArchProfile:
     verified_on_hardware: bool
     source: str
     quad_pair_rule: AdderRule | None = None
+    # How fp8 (e4m3/e5m2) mma.sync runs: "f16_lowering" is ptxas's sequence on sm_90 (each fp8
+    # operand widened to f16 exactly, two f16 mma.sync steps from a zero accumulator, then C
+    # added by one f32 or f16 add rounding to nearest; tcsim.isa.fp8_lowering); None where
+    # tcsim has no model of it.
+    fp8: Literal["f16_lowering"] | None = None
 
     def rule(self, input_type: str) -> AdderRule:
         try:
@@ -72,13 +77,23 @@ class ArchProfile:
             ) from None
 
     def check(self, spec) -> AdderRule | None:
-        """The adder rule for an instruction (None for m8n8k4's FFMA lowering), or a clear
-        error if this architecture lacks the instruction or its numerics are unknown."""
-        if spec.shape not in self.shapes.get(spec.input_type, ()):
+        """The adder rule for an instruction, or a clear error if this architecture lacks the
+        instruction or its numerics are unknown. None for m8n8k4's FFMA lowering and for
+        integer inputs (exact); for fp8's f16 lowering, the f16 rule its steps run with."""
+        if spec.shape not in self.shapes.get(spec.family, ()):
             raise ValueError(
                 f"{self.name} cannot run mma.sync {spec.shape} with .{spec.input_type} inputs "
                 f"(it runs: {_describe(self.shapes)})"
             )
+        if spec.integer:
+            return None
+        if spec.family == "fp8":
+            if self.fp8 is None:
+                raise ValueError(
+                    f"{self.name}: tcsim has no model of fp8 mma.sync here; it models sm_90 "
+                    f"(measured on an H100, where ptxas lowers it to f16 mma.sync)"
+                )
+            return self.rule("f16")
         if spec.products_per_warp == 1:
             return self.rule(spec.input_type)
         if self.m8n8k4 == "ffma_lowering":
@@ -108,7 +123,9 @@ _PUBLISHED = (
     "Special values (canonical NaN, overflow to inf, +0 results) follow MMA-Sim."
 )
 _AMPERE_SHAPES = {"f16": ("m8n8k4", "m16n8k8", "m16n8k16"), "bf16": ("m16n8k8", "m16n8k16"),
-                  "tf32": ("m16n8k4", "m16n8k8")}
+                  "tf32": ("m16n8k4", "m16n8k8"), "int8": ("m16n8k16", "m16n8k32")}
+# PTX ISA: fp8 mma.sync needs sm_89 (m16n8k32) or PTX 8.7 (m16n8k16).
+_ADA_SHAPES = {**_AMPERE_SHAPES, "fp8": ("m16n8k16", "m16n8k32")}
 # Volta's quad-pair tensor cores; Turing runs m8n8k4 with the same settings (MMA-Sim).
 _VOLTA = _rule(4, 23, -131, -19)
 _AMPERE_RULES = {"f16": _rule(8, 24, -132, -20), "bf16": _rule(8, 24, -132, -20),
@@ -120,8 +137,9 @@ PROFILES: dict[str, ArchProfile] = {
         description="Hopper (H100): mma.sync on the tensor cores",
         rules={"f16": _rule(16, 25, -133, -21), "bf16": _rule(16, 25, -133, -21),
                "tf32": _rule(8, 25, -133, -21)},
-        shapes=_AMPERE_SHAPES,
+        shapes=_ADA_SHAPES,
         m8n8k4="ffma_lowering",
+        fp8="f16_lowering",
         verified_on_hardware=True,
         source="Measured on an H100 (sm_90): 10**6 random instructions per qualifier and "
                "hand-derived cases, bit for bit; docs/numerics.md gives the evidence.",
@@ -129,7 +147,7 @@ PROFILES: dict[str, ArchProfile] = {
     "sm_89": ArchProfile(
         name="sm_89",
         description="Ada Lovelace (L40S, RTX 4090): as Ampere for f16, bf16 and tf32",
-        rules=_AMPERE_RULES, shapes=_AMPERE_SHAPES, m8n8k4="unpublished",
+        rules=_AMPERE_RULES, shapes=_ADA_SHAPES, m8n8k4="unpublished",
         verified_on_hardware=False, source=_PUBLISHED,
     ),
     "sm_80": ArchProfile(
@@ -161,7 +179,7 @@ def profile(arch: str | ArchProfile) -> ArchProfile:
         return arch
     try:
         return PROFILES[arch]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: an unhashable name, such as a list
         raise ValueError(
             f"unsupported architecture {arch!r}; tcsim has profiles for "
             + ", ".join(PROFILES)

@@ -1,7 +1,8 @@
 """PTX qualifier strings of mma.sync, parsed once into an `MmaSpec`.
 
 An instruction is named by the part of its PTX spelling after ``mma.sync.aligned.``, for example
-``"m16n8k8.row.col.f32.f16.f16.f32"`` (shape, A and B layouts, then the types of D, A, B and C).
+``"m16n8k8.row.col.f32.f16.f16.f32"`` (shape, A and B layouts, then the types of D, A, B and C), or
+``"m16n8k32.row.col.satfinite.s32.s8.u8.s32"`` (integer inputs may saturate the result).
 The same string selects the simulator's semantics, the probe kernel on the GPU, the fragment
 maps and the documentation. This module owns the list of supported instructions.
 """
@@ -23,8 +24,16 @@ _SHAPES = {
     "f16": (QUAD_PAIR, (16, 8, 8), (16, 8, 16)),
     "bf16": ((16, 8, 8), (16, 8, 16)),
     "tf32": ((16, 8, 4), (16, 8, 8)),
+    "fp8": ((16, 8, 16), (16, 8, 32)),
+    "int8": ((16, 8, 16), (16, 8, 32)),
 }
-_ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "tf32": ("f32",)}
+_ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "tf32": ("f32",),
+                 "fp8": ("f16", "f32"), "int8": ("s32",)}
+# A and B of one family may differ in type (e4m3 x e5m2, s8 x u8); the others take one type.
+_FAMILY = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "fp8", "e5m2": "fp8",
+           "s8": "int8", "u8": "int8"}
+_MEMBERS = {"fp8": ("e4m3", "e5m2"), "int8": ("s8", "u8")}
+SATFINITE = "satfinite"
 
 
 class QualifierError(ValueError):
@@ -45,6 +54,8 @@ class MmaSpec:
     a_type: str
     b_type: str
     c_type: str
+    # .satfinite (integer inputs): a result beyond s32's range is clamped, not wrapped.
+    saturate: bool = False
 
     @property
     def ptx(self) -> str:
@@ -68,6 +79,15 @@ class MmaSpec:
         return self.a_type
 
     @property
+    def family(self) -> str:
+        """The input family an arch profile keys its rules by: f16, bf16, tf32, fp8 or int8."""
+        return _FAMILY[self.a_type]
+
+    @property
+    def integer(self) -> bool:
+        return self.family == "int8"
+
+    @property
     def products_per_warp(self) -> int:
         """m8n8k4: a warp computes 4 independent products (one per quad-pair); others: 1."""
         return 4 if (self.m, self.n, self.k) == QUAD_PAIR else 1
@@ -85,18 +105,25 @@ def _operand(name: str) -> str:
     return op
 
 
-@cache
 def parse(qualifier: str) -> MmaSpec:
     """Parse ``"m16n8k8.row.col.f32.f16.f16.f32"`` (with or without ``mma.sync.aligned.``)."""
-    if not isinstance(qualifier, str):
+    if not isinstance(qualifier, str):  # before the cache, which would fail on a list
         raise QualifierError(f"qualifier must be a string, got {type(qualifier).__name__}")
+    return _parse(qualifier)
+
+
+@cache
+def _parse(qualifier: str) -> MmaSpec:
     q = qualifier.strip()
     if q.startswith(PREFIX):
         q = q[len(PREFIX):]
     parts = q.split(".")
+    saturate = len(parts) == 8 and parts[3] == SATFINITE
+    if saturate:
+        del parts[3]
     if len(parts) != 7:
         raise QualifierError(
-            f"{qualifier!r}: expected shape.alayout.blayout.dtype.atype.btype.ctype, "
+            f"{qualifier!r}: expected shape.alayout.blayout[.satfinite].dtype.atype.btype.ctype, "
             f"for example 'm16n8k8.row.col.f32.f16.f16.f32'"
         )
     shape, a_layout, b_layout, d_type, a_type, b_type, c_type = parts
@@ -104,17 +131,27 @@ def parse(qualifier: str) -> MmaSpec:
         m, rest = shape[1:].split("n")
         n, k = rest.split("k")
         mnk = (int(m), int(n), int(k))
+        if not shape.startswith("m"):
+            raise ValueError
     except ValueError:
         raise QualifierError(f"{qualifier!r}: {shape!r} is not a shape like m16n8k8") from None
-    if a_type != b_type:
-        raise QualifierError(f"{qualifier!r}: A and B must have the same type")
-    if a_type not in _SHAPES:
+    for t in (a_type, b_type):
+        if t not in _FAMILY:
+            raise QualifierError(
+                f"{qualifier!r}: unsupported input type .{t}; tcsim models "
+                + ", ".join("." + t for t in _FAMILY)
+            )
+    family = _FAMILY[a_type]
+    if a_type != b_type and not (_FAMILY[b_type] == family and family in _MEMBERS):
         raise QualifierError(
-            f"{qualifier!r}: unsupported input type .{a_type}; tcsim models "
-            + ", ".join("." + t for t in _SHAPES)
+            f"{qualifier!r}: A and B must have the same type"
+            + "".join(f" (or, for {f}, any of {', '.join('.' + t for t in ts)})"
+                      for f, ts in _MEMBERS.items() if f == family)
         )
-    if mnk not in _SHAPES[a_type]:
-        shapes = ", ".join(f"m{s[0]}n{s[1]}k{s[2]}" for s in _SHAPES[a_type])
+    if saturate and family != "int8":
+        raise QualifierError(f"{qualifier!r}: .satfinite applies to integer inputs only")
+    if mnk not in _SHAPES[family]:
+        shapes = ", ".join(f"m{s[0]}n{s[1]}k{s[2]}" for s in _SHAPES[family])
         raise QualifierError(f"{qualifier!r}: .{a_type} inputs come in shapes {shapes}")
     quad_pair = mnk == QUAD_PAIR
     layouts_ok = (a_layout in ("row", "col") and b_layout in ("row", "col")) if quad_pair \
@@ -125,7 +162,7 @@ def parse(qualifier: str) -> MmaSpec:
             + ("row or col layouts" if quad_pair else ".row.col layouts")
             + f", got .{a_layout}.{b_layout}"
         )
-    allowed = _ACCUMULATORS[a_type]
+    allowed = _ACCUMULATORS[family]
     for what, t in (("D", d_type), ("C", c_type)):
         if t not in allowed:
             raise QualifierError(
@@ -139,20 +176,28 @@ def parse(qualifier: str) -> MmaSpec:
             + (" or .f32 D with .f16 C" if quad_pair else "")
             + f" (got .{d_type} and .{c_type})"
         )
-    return MmaSpec(q, *mnk, a_layout, b_layout, d_type, a_type, b_type, c_type)
+    canonical = ".".join([shape, a_layout, b_layout] + ([SATFINITE] if saturate else [])
+                         + [d_type, a_type, b_type, c_type])
+    return MmaSpec(canonical, *mnk, a_layout, b_layout, d_type, a_type, b_type, c_type,
+                   saturate)
 
 
 def supported_qualifiers() -> list[str]:
     """Every mma.sync qualifier tcsim models, in a stable order."""
     out = []
-    for itype, shapes in _SHAPES.items():
+    for family, shapes in _SHAPES.items():
         for m, n, k in shapes:
             if (m, n, k) == QUAD_PAIR:
                 for a in ("row", "col"):
                     for b in ("row", "col"):
                         for d, c in (("f32", "f32"), ("f16", "f16"), ("f32", "f16")):
-                            out.append(f"m8n8k4.{a}.{b}.{d}.{itype}.{itype}.{c}")
+                            out.append(f"m8n8k4.{a}.{b}.{d}.{family}.{family}.{c}")
                 continue
-            for acc in _ACCUMULATORS[itype]:
-                out.append(f"m{m}n{n}k{k}.row.col.{acc}.{itype}.{itype}.{acc}")
+            members = _MEMBERS.get(family, (family,))
+            sat = ("", SATFINITE + ".") if family == "int8" else ("",)
+            for acc in _ACCUMULATORS[family]:
+                for s in sat:
+                    for a in members:
+                        for b in members:
+                            out.append(f"m{m}n{n}k{k}.row.col.{s}{acc}.{a}.{b}.{acc}")
     return out

@@ -4,8 +4,10 @@
 and C (count, M, N) for an instruction. Each distribution aims at one part of the model:
 normal values, the full exponent range with subnormals, heavy cancellation, an accumulator much
 larger or much smaller than the products, zeros and tiny values (how zeros align), infinities
-and NaNs, sums that overflow, and operands in a narrow exponent window (carries). tf32 operands
-get random low 13 bits, which the hardware must ignore.
+and NaNs, sums that overflow, operands in a narrow exponent window (carries), and uniformly
+random bits (every pattern, NaN payloads included). tf32 operands get random low 13 bits, which
+the hardware must ignore. Integer instructions have their own set (`distributions(spec)`):
+uniform bits, extreme values, and accumulators at the edge of s32 where sums wrap or saturate.
 """
 
 from __future__ import annotations
@@ -135,7 +137,8 @@ def _specials(spec, count, rng) -> Matrices:
         shape = (count,) + spec.matrix_shape(op)
         bits = random_bits(fmt, shape, rng).astype(np.int64)
         pick = rng.random(shape)
-        inf = fmt.inf_bits()
+        # e4m3 has no infinity: its "infinities" are its largest values, its NaN S.1111.111.
+        inf = fmt.quiet_nan_bits() - 1 if fmt.nan_only else fmt.inf_bits()
         sign = (1 << (fmt.storage_bits - 1)) * rng.integers(0, 2, shape)
         payload = rng.integers(1, 1 << fmt.fraction_bits, shape) << fmt.ignored_low_bits
         bits = np.where(pick < 0.02, inf | sign, bits)
@@ -168,6 +171,40 @@ def _narrow(spec, count, rng) -> Matrices:
                    lambda op, s: rng.choice([-1.0, 1.0], s) * rng.uniform(1, 4, s))
 
 
+def _uniform_bits(spec, count, rng) -> Matrices:
+    """Every bit pattern equally likely: NaN payloads, infinities, subnormals, -0."""
+    out = []
+    for op in "abc":
+        fmt = spec.format(op)
+        shape = (count,) + spec.matrix_shape(op)
+        out.append(rng.integers(0, 1 << fmt.storage_bits, shape, dtype=np.uint64)
+                   .astype(fmt.uint))
+    return tuple(out)
+
+
+def _int_extremes(spec, count, rng) -> Matrices:
+    """Integer operands at their extremes (-128, 127, 255, 0, +-1) and C anywhere."""
+    out = []
+    for op in "ab":
+        fmt = spec.format(op)
+        info = np.iinfo(fmt.dtype)
+        picks = np.array(sorted({info.min, info.max, 0, 1, info.min + 1, info.max - 1}
+                                | ({-1} if fmt.signed else set())), np.int64)
+        x = rng.choice(picks, (count,) + spec.matrix_shape(op))
+        out.append(x.astype(fmt.dtype).view(fmt.uint))
+    c = rng.integers(-(2**31), 2**31, (count, spec.m, spec.n))
+    return out[0], out[1], c.astype(np.int32).view(np.uint32)
+
+
+def _int_edge(spec, count, rng) -> Matrices:
+    """C within a few million of s32's limits, so that C + A @ B wraps (or saturates)."""
+    a, b, _ = _uniform_bits(spec, count, rng)
+    shape = (count, spec.m, spec.n)
+    near = rng.integers(0, 1 << 22, shape)
+    c = np.where(rng.random(shape) < 0.5, 2**31 - 1 - near, -(2**31) + near)
+    return a, b, c.astype(np.int32).view(np.uint32)
+
+
 DISTRIBUTIONS: dict[str, Callable[[MmaSpec, int, np.random.Generator], Matrices]] = {
     "normal": _normal,
     "wide": _wide,
@@ -179,7 +216,19 @@ DISTRIBUTIONS: dict[str, Callable[[MmaSpec, int, np.random.Generator], Matrices]
     "specials": _specials,
     "overflow": _overflow,
     "narrow": _narrow,
+    "uniform_bits": _uniform_bits,
 }
+INTEGER_DISTRIBUTIONS: dict[str, Callable[[MmaSpec, int, np.random.Generator], Matrices]] = {
+    "uniform_bits": _uniform_bits,
+    "extremes": _int_extremes,
+    "s32_edge": _int_edge,
+}
+
+
+def distributions(qualifier: str | MmaSpec) -> dict[str, Callable]:
+    """The distributions that make sense for an instruction's operand types."""
+    spec = parse(qualifier) if isinstance(qualifier, str) else qualifier
+    return INTEGER_DISTRIBUTIONS if spec.integer else DISTRIBUTIONS
 
 
 def draw(qualifier: str | MmaSpec, distribution: str, count: int,
@@ -190,11 +239,13 @@ def draw(qualifier: str | MmaSpec, distribution: str, count: int,
     maps stack them: A (count, 32, 4), B (count, 16, 8), C (count, 32, 8).
     """
     spec = parse(qualifier) if isinstance(qualifier, str) else qualifier
+    known = distributions(spec)
     try:
-        gen = DISTRIBUTIONS[distribution]
+        gen = known[distribution]
     except KeyError:
         raise ValueError(
-            f"unknown distribution {distribution!r}; choose from {', '.join(DISTRIBUTIONS)}"
+            f"unknown distribution {distribution!r} for {spec.qualifier}; choose from "
+            f"{', '.join(known)}"
         ) from None
     per = spec.products_per_warp
     mats = gen(spec, count * per, rng)

@@ -38,7 +38,7 @@ def _log(record: dict) -> None:
 def test_random_instructions_agree_bit_for_bit(qualifier, rng):
     spec = tcsim.parse(qualifier)
     frags = [tcsim.fragment(qualifier, op) for op in "abcd"]
-    dists = list(samples.DISTRIBUTIONS)
+    dists = list(samples.distributions(spec))
     per_dist = -(-COUNT // len(dists))
     tried, t_hw, t_sim, failures = 0, 0.0, 0.0, []
     for dist in dists:
@@ -75,6 +75,34 @@ def test_hand_derived_fact_on_hardware(fact):
     _log({"test": "fact", "fact": fact.name, "qualifier": fact.qualifier, "d_bits": hex(got)})
     assert got == fact.d_bits, f"{fact.why}: the GPU gives {got:#x}, not {fact.d_bits:#x}"
     assert np.array_equal(on_gpu, result_bits(fact, tcsim.mma))
+
+
+@pytest.mark.parametrize("qualifier", [q for q in QUALIFIERS
+                                       if tcsim.parse(q).family in ("fp8", "int8")])
+def test_hardware_close_to_float64_at_matrix_level(qualifier, rng):
+    """Guards against a fragment-map error shared by the probe packing and the model: the
+    GPU's D, through tcsim's pack/unpack, must be A @ B + C up to rounding."""
+    spec = tcsim.parse(qualifier)
+    n = 2000
+    if spec.integer:
+        A, B = (rng.integers(np.iinfo(spec.format(o).dtype).min, np.iinfo(spec.format(o).dtype)
+                             .max + 1, (n,) + spec.matrix_shape(o)).astype(spec.format(o).dtype)
+                for o in "ab")
+        C = rng.integers(-(2**30), 2**30, (n, spec.m, spec.n)).astype(np.int32)
+        want = A.astype(np.int64) @ B.astype(np.int64) + C
+        assert np.array_equal(hw.mma(qualifier, A, B, C).astype(np.int64), want)
+        return
+    A, B = (rng.standard_normal((n,) + spec.matrix_shape(o)).astype(spec.format(o).dtype)
+            for o in "ab")
+    C = rng.standard_normal((n, spec.m, spec.n)).astype(spec.format("c").dtype)
+    a, b, c = (x.astype(np.float64) for x in (A, B, C))
+    exact = a @ b + c
+    scale = np.abs(a) @ np.abs(b) + np.abs(c)
+    err = np.abs(hw.mma(qualifier, A, B, C).astype(np.float64) - exact)
+    # f32: two truncations and a rounding, each within a few 2**-23 of the terms' size;
+    # f16 outputs: within a few 2**-10.
+    bound = (2.0**-20 if spec.d_type == "f32" else 2.0**-8) * scale
+    assert np.all(err <= bound), f"max error / scale {np.max(err / scale):.3g}"
 
 
 def test_harness_reports_the_gpu():

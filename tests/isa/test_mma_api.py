@@ -23,7 +23,8 @@ def test_hand_derived_fact(fact):
 def test_matrix_level_is_unpack_of_register_level(qualifier, rng):
     spec = tcsim.parse(qualifier)
     A, B, C = (spec.format(o).from_bits(x)
-               for o, x in zip("abc", samples.draw(spec, "wide_finite", 50, rng)))
+               for o, x in zip("abc", samples.draw(
+                   spec, "uniform_bits" if spec.integer else "wide_finite", 50, rng)))
     fa, fb, fc, fd = (fragment(qualifier, o) for o in "abcd")
     via_regs = fd.unpack(tcsim.mma_regs(qualifier, fa.pack(A), fb.pack(B), fc.pack(C)))
     # m8n8k4: a warp holds four products; at matrix level each is its own instruction.
