@@ -29,9 +29,13 @@ Sources (facts, not code):
             swizzled ((T,w,m),(8,k)):((1,T,LBO),(wT,SBO))      w = 2, 4, 8 for 32B/64B/128B
 
   so without swizzle LBO is the step between 8x16-byte core matrices along K and SBO along M
-  or N (the one reading measured on the H100, see docs/descriptors.md); swizzled K-major
-  ignores LBO (CuTe writes 1) and SBO steps 8-row groups; swizzled MN-major has LBO step
-  whole atoms along M/N and SBO step 8-row groups along K.
+  or N; swizzled K-major ignores LBO (CuTe writes 1) and SBO steps 8-row groups; swizzled
+  MN-major has LBO step whole atoms along M/N and SBO step 8-row groups along K.
+
+On the H100 (docs/descriptors.md, tests/memory/test_descriptors.py -m hw) wgmma read exactly
+the bytes this model predicts in every mode, major-ness and element size, for canonical and
+unusual descriptors alike: the swizzle acts on the absolute address, the base offset is
+subtracted from address bits 7.. before the XOR, and swizzled K-major ignores LBO.
 """
 
 from __future__ import annotations
@@ -307,7 +311,8 @@ class DescriptorLayout(Swizzled):
         lbo, sbo = d.leading_byte_offset // e, d.stride_byte_offset // e
 
         # The pattern holding the tile starts where bits 7.. of (address - 128 * base offset)
-        # are zero; PTX: base offset = (pattern start >> 7) & 7 when that is not aligned.
+        # are zero (PTX: base offset = (pattern start >> 7) & 7 when that is not aligned; the
+        # H100 subtracts it, measured: adding or ignoring it mispredicts).
         lead = (d.start_address - 128 * d.base_offset) % repeat if mode else 0
         self.origin = d.start_address - lead
         used_row = K_STEP_BYTES if self.major == "K" else min(rows * e, width)
@@ -467,8 +472,8 @@ def canonical_tile(rows: int, k: int, element: int | str, major: str = "K",
     wgmma's K (32 bytes of elements). Atoms (PTX Table "swizzle atom layout") are stacked
     along M/N first, then along K, as CuTe's ``tile_to_shape`` does. ``start`` is the tile's
     byte address: 16-byte aligned without swizzle; with swizzle, aligned to the pattern's
-    repeat, or to 128 bytes with the PTX base offset ``(start >> 7) & 7`` (not yet measured
-    on the H100, see docs/descriptors.md).
+    repeat, or to 128 bytes with the PTX base offset ``(start >> 7) & 7`` (both read back
+    as intended on the H100, see docs/descriptors.md).
     """
     e = _element_bytes(element)
     major = _major(major)

@@ -8,6 +8,7 @@ include/cute/arch/mma_sm90_desc.hpp and include/cute/atom/mma_traits_sm90_gmma.h
 """
 
 import contextlib
+import dataclasses
 import io
 import re
 from pathlib import Path
@@ -302,8 +303,8 @@ def test_pack_checks_its_input():
 
 def test_base_offset_moves_the_pattern_with_the_tile():
     # PTX: base offset = (pattern start addr >> 7) & 7 when the pattern does not start on its
-    # repeat boundary. Modeled (not yet measured): the swizzle reads address bits 7.. minus
-    # the base offset, so a tile at 1024*n + 128*b with base offset b has the aligned tile's
+    # repeat boundary. The swizzle reads address bits 7.. minus the base offset (measured on
+    # the H100 below), so a tile at 1024*n + 128*b with base offset b has the aligned tile's
     # bytes, shifted.
     aligned = canonical_tile(64, 64, "f16", "K", "128B", start=4096)
     for start in (4096 + 384, 4096 + 896):
@@ -544,3 +545,167 @@ def test_doc_pictures_are_what_the_code_prints_today():
         with contextlib.redirect_stdout(out):
             exec(compile(code, "descriptors.md", "exec"), {})
         assert out.getvalue().rstrip("\n") == shown, code
+
+
+# ------------------------------------------------------------------------------------------
+# On the H100: wgmma reads the bytes the model says (python -m pytest -m hw)
+# ------------------------------------------------------------------------------------------
+
+HW_N, HW_IMAGE = 128, 40 * 1024  # B is 128 x K (two 128B atoms along N when MN-major)
+HW_TYPES = {"f16": (2, 16), "tf32": (4, 8), "e4m3": (1, 32)}  # element bytes, wgmma K
+HW_KERNELS = {("f16", "K", "K"): (0, 0), ("f16", "K", "MN"): (0, 1),
+              ("f16", "MN", "K"): (1, 0), ("f16", "MN", "MN"): (1, 1),
+              ("tf32", "K", "K"): None, ("e4m3", "K", "K"): None}
+
+
+def _hw_kernel(dtype, trans):
+    """One warpgroup: copy the image to dynamic shared memory (at 0x400 on the H100), then
+    D = sum over steps of A_i B_i^T by wgmma m64n128k{K} with the given descriptors, D written
+    row-major through the m64nN f32 accumulator map (thread t: row 16*(t/32) + (t%32)/4)."""
+    regs, k = HW_N // 2, HW_TYPES[dtype][1]
+    outs = ", ".join(f"%{i}" for i in range(regs))
+    tail = "" if trans is None else f", {trans[0]}, {trans[1]}"
+    name = f"probe_{dtype}_{'x'.join(map(str, trans or ()))}"
+    asm = (f'"{{ .reg .pred p; setp.ne.b32 p, %{regs}, 0; wgmma.mma_async.sync.aligned.'
+           f'm64n{HW_N}k{k}.f32.{dtype}.{dtype} {{{outs}}}, %{regs + 1}, %{regs + 2}, p, 1, 1'
+           f'{tail}; }}"')
+    accumulators = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    return name, f"""
+extern "C" __global__ void {name}(const u32* img, int words, const u64* descs, int steps,
+                                  float* out, u32* base_out) {{
+  extern __shared__ __align__(1024) unsigned char smem[];
+  for (int i = threadIdx.x; i < words; i += blockDim.x) ((u32*)smem)[i] = img[i];
+  u32 base;
+  asm volatile("{{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }}"
+               : "=r"(base) : "l"(smem));
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  float d[{regs}];
+#pragma unroll
+  for (int i = 0; i < {regs}; ++i) d[i] = 0.f;
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  for (int s = 0; s < steps; ++s) {{
+    u64 da = descs[2 * s], db = descs[2 * s + 1];
+    asm volatile({asm} : {accumulators} : "r"(s), "l"(da), "l"(db) : "memory");
+  }}
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  int t = threadIdx.x, row = 16 * (t / 32) + (t % 32) / 4;
+#pragma unroll
+  for (int i = 0; i < {HW_N} / 8; ++i) {{
+    int col = 8 * i + (t % 4) * 2;
+    out[row * {HW_N} + col] = d[4 * i];
+    out[row * {HW_N} + col + 1] = d[4 * i + 1];
+    out[(row + 8) * {HW_N} + col] = d[4 * i + 2];
+    out[(row + 8) * {HW_N} + col + 1] = d[4 * i + 3];
+  }}
+  if (t == 0) base_out[0] = base;
+}}
+"""
+
+
+def _hw_values(dtype, shape, rng):
+    """Small integers: every product and sum is exact, so D must match bit for bit."""
+    ints = rng.integers(-3, 4, shape).astype(np.float32)
+    if dtype == "e4m3":
+        import ml_dtypes
+
+        return ints.astype(ml_dtypes.float8_e4m3fn)
+    return ints.astype(np.float16 if dtype == "f16" else np.float32)
+
+
+def _hw_float(raw, dtype):
+    if dtype == "e4m3":
+        import ml_dtypes
+
+        return raw.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    return raw.view(np.float16 if dtype == "f16" else np.float32).astype(np.float64)
+
+
+def _hw_cases(base, rng):
+    """(label, dtype, A major, B major, image, [(A desc, B desc)], intended D or None)."""
+    def image(dtype):
+        e = HW_TYPES[dtype][0]
+        return _hw_values(dtype, HW_IMAGE // e, rng).view(np.uint8).copy()
+
+    def placed(dtype, ma, mb, mode_a, a_at, mode_b="none", k_steps=2):
+        e, k = HW_TYPES[dtype]
+        img = image(dtype)
+        ta = canonical_tile(64, k_steps * k, dtype, ma, mode_a, start=base + a_at)
+        tb = canonical_tile(HW_N, k_steps * k, dtype, mb, mode_b, start=base + 16384)
+        a, b = _hw_values(dtype, (64, ta.k), rng), _hw_values(dtype, (HW_N, tb.k), rng)
+        img[a_at:a_at + ta.nbytes] = ta.pack(a)
+        img[16384:16384 + tb.nbytes] = tb.pack(b)
+        descs = [(x, y) for x, y in zip(ta.descriptors, tb.descriptors, strict=True)]
+        intended = _hw_float(a.view(np.uint8), dtype).reshape(a.shape) @ \
+            _hw_float(b.view(np.uint8), dtype).reshape(b.shape).T
+        return img, descs, intended
+
+    cases = []
+    kinds = [("f16", ma, mb) for ma in ("K", "MN") for mb in ("K", "MN")]
+    for dtype, ma, mb in kinds + [("tf32", "K", "K"), ("e4m3", "K", "K")]:
+        for mode in MODES:  # canonical tiles: every mode, two k-steps each
+            img, descs, intended = placed(dtype, ma, mb, mode, 0, mode)
+            cases.append((f"{dtype} A {ma} B {mb} {mode}", dtype, ma, mb, img, descs, intended))
+    for mode, at in (("128B", 4096 + 384), ("64B", 4096 + 128), ("32B", 4096 + 128),
+                     ("128B", 4096 + 896)):  # base offsets, and the same bytes without one
+        img, descs, intended = placed("f16", "K", "K", mode, at)
+        cases.append((f"{mode} at +{at - 4096}, base offset {descs[0][0].base_offset}", "f16",
+                      "K", "K", img, descs, intended))
+        zero = [(dataclasses.replace(a, base_offset=0), b) for a, b in descs]
+        cases.append((f"{mode} at +{at - 4096}, base offset 0", "f16", "K", "K", img, zero,
+                      None))
+    b = MatrixDescriptor(base + 16384, 2048, 128)
+    for ma, a in [("K", MatrixDescriptor(0, 0x3FF0, 1024, 0, "128B")),  # junk LBO: unused
+                  ("K", MatrixDescriptor(0, 0x1230, 512, 0, "64B")),
+                  ("K", MatrixDescriptor(0, 16, 1152, 0, "128B")),  # SBO not whole atoms
+                  ("K", MatrixDescriptor(0, 16, 2048, 0, "128B")),
+                  ("K", MatrixDescriptor(16, 16, 1024, 0, "128B")),  # start inside a row
+                  ("K", MatrixDescriptor(128, 16, 1024, 0, "128B")),  # start at atom row 1
+                  ("K", MatrixDescriptor(256 + 16, 16, 256, 0, "32B")),
+                  ("K", MatrixDescriptor(0, 128, 256)),  # core matrices K first
+                  ("K", MatrixDescriptor(0, 0, 128)),  # both K halves from one core matrix
+                  ("MN", MatrixDescriptor(0, 1024, 128)),
+                  ("MN", MatrixDescriptor(0, 1024, 1024, 0, "128B")),
+                  ("MN", MatrixDescriptor(0, 512, 512, 0, "64B")),
+                  ("MN", MatrixDescriptor(16, 1024, 2048, 0, "128B"))]:
+        a = dataclasses.replace(a, start_address=a.start_address + base)
+        cases.append((f"A {ma}-major {a} (unchecked)", "f16", ma, "K", image("f16"),
+                       [(a, b)], None))
+    return cases
+
+
+@pytest.mark.hw
+def test_wgmma_reads_what_the_descriptor_layout_says():
+    import cupy
+
+    if cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("wgmma needs sm_90a (an H100 or H200)")
+    kernels = {key: _hw_kernel(key[0], trans) for key, trans in HW_KERNELS.items()}
+    source = "typedef unsigned long long u64; typedef unsigned int u32;\n" + "".join(
+        src for _, src in kernels.values())
+    module = cupy.RawModule(code=source, options=("--std=c++17", "--gpu-architecture=sm_90a"))
+
+    def launch(key, img, descs):
+        words = [x.encode() for pair in descs for x in pair] or [0]
+        out, base = cupy.zeros((64, HW_N), cupy.float32), cupy.zeros(1, cupy.uint32)
+        module.get_function(kernels[key][0])(
+            (1,), (128,), (cupy.asarray(img.view(np.uint32)), np.int32(img.size // 4),
+                           cupy.asarray(np.array(words, np.uint64)), np.int32(len(descs)), out,
+                           base), shared_mem=HW_IMAGE)
+        return out.get().astype(np.float64), int(base.get()[0])
+
+    _, base = launch(("f16", "K", "K"), np.zeros(HW_IMAGE, np.uint8), [])
+    bad = []
+    for label, dtype, ma, mb, img, descs, intended in _hw_cases(base, np.random.default_rng(7)):
+        got, _ = launch((dtype, ma, mb), img, descs)
+        e, values = HW_TYPES[dtype][0], _hw_float(img, dtype)
+        model = np.zeros_like(got)
+        for a, b in descs:
+            la = a.layout(e, ma, rows=64, check=False)
+            lb = b.layout(e, mb, rows=HW_N, check=False)
+            model += values[(la.addresses() - base) // e] @ values[(lb.addresses() - base) // e].T
+        if not np.array_equal(got, model) or (intended is not None
+                                              and not np.array_equal(got, intended)):
+            bad.append(label)
+    assert not bad, bad
