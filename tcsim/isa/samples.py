@@ -23,7 +23,10 @@ Matrices = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def to_bits(fmt: FloatFormat, x: np.ndarray) -> np.ndarray:
-    """float64 values -> bit patterns, rounded to nearest even (generation only)."""
+    """float64 values -> bit patterns, rounded to nearest (generation only: fp8 goes through
+    ml_dtypes' cast from float32, which is fast but may round twice; any bits will do here)."""
+    if fmt.storage_bits == 8:
+        return fmt.to_bits(np.asarray(x, np.float32).astype(fmt.dtype))
     return fmt.round(np.asarray(x, np.float64), "rn")
 
 
