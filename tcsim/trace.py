@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .kernels import Kernel, kernel_named
+from .kernels.checks import check_mode
 from .kernels.machine import CP_ASYNC, ST_SHARED, Machine
 from .kernels.params import ELEMENT_BYTES, GemmParams
 from .memory.access import access, parse_instruction
@@ -195,7 +196,7 @@ class Tracer(Machine):
                  exhaustive: bool = False, checks: str = "raise") -> None:
         self.exhaustive = exhaustive
         super().__init__(kernel, params, M, N, K, checks if exhaustive else "off")
-        self.report.mode = checks  # address errors follow the caller's mode in either case
+        self.report.mode = check_mode(checks)  # address errors follow it in either case
         for name, elements in (("block_k", params.block_k), ("block_n", params.block_n)):
             if elements * ELEMENT_BYTES % SECTOR:
                 raise ValueError(f"tcsim.trace counts one block: {name}={elements} must be a "
@@ -299,6 +300,8 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
     it also runs the race and initialization checks (docs/checks.md), which ``checks``
     ("raise", "warn", "collect" into ``Trace.problems``, "off") governs."""
     kernel = kernel_named(kernel)
+    if not isinstance(exhaustive, (bool, np.bool_)):
+        raise TypeError(f"exhaustive must be True or False, got {exhaustive!r}")
     p = kernel.params(**params)
     tracer = Tracer(kernel.name, p, M, N, K, exhaustive, checks)
     blocks = [(r, c) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])] \
@@ -307,4 +310,5 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
         tracer.begin_blocks(np.array([row]), np.array([col]))
         kernel.issue(tracer)
         tracer.end_blocks()
-    return Trace(kernel.name, (M, N, K), p.as_dict(), tracer.sites, tracer.report.problems)
+    return Trace(kernel.name, (tracer.M, tracer.N, tracer.K), p.as_dict(), tracer.sites,
+                 tracer.report.problems)

@@ -63,6 +63,13 @@ class DivergentWarpError(SimulationError):
 MODES = ("raise", "warn", "collect", "off")
 
 
+def check_mode(mode: str) -> str:
+    """``mode`` if it is one of MODES (ValueError otherwise)."""
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"checks must be one of {MODES}, got {mode!r}")
+    return mode
+
+
 def first_index(mask: np.ndarray) -> tuple[int, ...]:
     """The first True position of ``mask`` as an index tuple (the lane a debugger stops at)."""
     return tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(mask)[0]), mask.shape))
@@ -90,8 +97,7 @@ class Report:
     problems: list[SimulationError] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"checks must be one of {MODES}, got {self.mode!r}")
+        check_mode(self.mode)
 
     def __call__(self, error: SimulationError) -> None:
         if self.mode == "raise":

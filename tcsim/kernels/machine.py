@@ -61,10 +61,9 @@ class Machine(ABC):
 
     def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
                  checks: str = "raise") -> None:
-        params.check_problem(M, N, K, kernel)
+        self.M, self.N, self.K = M, N, K = params.check_problem(M, N, K, kernel)
         self.kernel = kernel
         self.params = params
-        self.M, self.N, self.K = M, N, K
         self.lane = np.arange(WARP)
         warp = np.arange(params.warps)[:, None]  # (warps, 1): broadcasts against lanes
         self.warp = warp

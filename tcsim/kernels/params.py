@@ -139,8 +139,10 @@ class GemmParams:
         """(blocks along N, blocks along M): CUDA's gridDim.x, gridDim.y."""
         return N // self.block_n, M // self.block_m
 
-    def check_problem(self, M: int, N: int, K: int, kernel: str = "this kernel") -> None:
-        """Raise `ProblemSizeError` unless the tiles divide M, N and K."""
+    def check_problem(self, M: int, N: int, K: int,
+                      kernel: str = "this kernel") -> tuple[int, int, int]:
+        """(M, N, K) as ints; `ProblemSizeError` unless they are positive integers (numpy's
+        too) that the tiles divide and the CUDA twin can launch."""
         M, N, K = (integer(value, name, minimum=1, maximum=MAX_SIZE,
                            why=" (the CUDA twin takes int sizes)", error=ProblemSizeError,
                            type_error=ProblemSizeError)
@@ -161,6 +163,7 @@ class GemmParams:
             raise ProblemSizeError(
                 f"{kernel}: K={K} gives {K // self.block_k} K tiles; a {self.stages}-stage "
                 f"pipeline needs K >= {(self.stages - 1) * self.block_k}")
+        return M, N, K
 
     def with_overrides(self, **overrides) -> GemmParams:
         unknown = set(overrides) - {f.name for f in fields(self)}

@@ -478,6 +478,9 @@ def _layout_for(name: str, extent: tuple[int, int],
                 stride: int | None) -> tuple[Layout, bool]:
     """The layout 03_visualize_layout builds for ``name`` and ``extent`` (given in CUTLASS's
     TensorCoord order), and whether its coordinates are pitch-linear (contiguous, strided)."""
+    if not isinstance(name, str):
+        raise TypeError(f"a layout name is a string such as 'RowMajor' or "
+                        f"'TensorOpMultiplicand<16,32>', got {name!r}")
     m = _NAME.fullmatch(re.sub(r"\s+", "", name))
     family = m.group(1) if m else None
     if m and family in _PLAIN and m.group(2) is None:
