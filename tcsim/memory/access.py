@@ -181,7 +181,8 @@ def _as_addresses(addresses, instruction: str = "", site: str | None = None,
     if shape != (WARP,):
         raise SharedMemoryError(f"{prefix}expected 32 lane {plural}, got "
                                 f"{shape[0] if len(shape) == 1 else 'shape ' + str(shape)}")
-    return integer_array(addresses, f"{prefix}lane {plural}".strip(), optional=not sources,
+    what = f"{instruction} {plural}{_at(site)}" if instruction else plural
+    return integer_array(addresses, what, optional=not sources,
                          name=lambda lane: f"lane {lane} {one}", error=SharedMemoryError,
                          type_error=SharedMemoryError)
 

@@ -148,5 +148,5 @@ def _bytes(values, inst) -> np.ndarray:
                          f"got shape {np.shape(values)}")
     out, _ = integer_array(values, f"{inst.spelling} values", limit=256,
                            limit_text=" (a byte is 0..255)",
-                           name=lambda i: f"lane {i // width} byte {i % width}")
+                           name=lambda i: f"lane {i // width} byte {i % width} =")
     return out.astype(np.uint8)
