@@ -201,7 +201,7 @@ class Tracer(Machine):
             if elements * ELEMENT_BYTES % SECTOR:
                 raise ValueError(f"tcsim.trace counts one block: {name}={elements} must be a "
                                  f"multiple of 16 so every block sees the same sectors")
-        grid_n, grid_m = params.grid(M, N)
+        grid_n, grid_m = params.grid(self.M, self.N)  # checked ints, numpy's converted
         self.grid = (grid_m, grid_n)
         self.blocks = 1 if exhaustive else grid_m * grid_n
         self.weight = 1

@@ -12,7 +12,7 @@ unpack, tcsim.Warp, tcsim.parse and tcsim.profile.
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from prop_inputs import FEW, LAYOUTS, SOME, bits, in_layout, random_values, refused_quickly
 
@@ -37,15 +37,25 @@ def operands(q: str, batch: tuple, rng) -> list[np.ndarray]:
             for op in "abc"]
 
 
+def _runs(q: str, arch: str) -> bool:
+    try:
+        tcsim.profile(arch).check(tcsim.parse(q))
+    except ValueError:
+        return False
+    return True
+
+
 @SOME
-@given(qualifiers, batches, seeds, st.tuples(layouts, layouts, layouts))
-def test_mma_bits_do_not_depend_on_layout_and_inputs_are_kept(q, batch, seed, kinds):
+@given(qualifiers, batches, seeds, st.tuples(layouts, layouts, layouts),
+       st.sampled_from(sorted(tcsim.PROFILES)))
+def test_mma_bits_do_not_depend_on_layout_and_inputs_are_kept(q, batch, seed, kinds, arch):
+    assume(_runs(q, arch))
     rng = np.random.default_rng(seed)
     pairs = [in_layout(x, kind) for x, kind in zip(operands(q, batch, rng), kinds)]
     refs, variants = [p[0] for p in pairs], [p[1] for p in pairs]
     before = [bits(x).copy() for x in variants]
-    expected = tcsim.mma(q, *refs)
-    got = tcsim.mma(q, *variants)
+    expected = tcsim.mma(q, *refs, arch=arch)
+    got = tcsim.mma(q, *variants, arch=arch)
     spec = tcsim.parse(q)
     assert got.shape == batch + (spec.m, spec.n) == expected.shape
     assert np.array_equal(bits(got), bits(expected))

@@ -84,6 +84,16 @@ def test_trace_sizes_are_problem_size_errors_or_fine(name, M, N, K):
 
 
 @FEW
+@given(kernels, st.sampled_from([np.int16, np.int64, np.uint32, int]),
+       st.sampled_from([(256, 256, 128), (512, 256, 256), (1024, 1024, 2048)]))
+def test_traces_do_not_depend_on_the_integer_type_of_the_sizes(name, kind, mnk):
+    expected = tcsim.trace(name, *mnk)
+    got = tcsim.trace(name, *(kind(x) for x in mnk))
+    assert got.totals == expected.totals and got.problem == mnk
+    assert got.to_json() == expected.to_json()
+
+
+@FEW
 @given(kernels, st.sampled_from([(2**20, 2**20, 2**20), (2**16, 2**16, 2**17),
                                  (2**21, 2**17, 256)]))
 def test_a_problem_larger_than_memory_is_refused_before_allocating(name, mnk):
