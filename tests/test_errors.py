@@ -89,7 +89,7 @@ def test_string_alpha_is_refused():
 
 
 def test_empty_extent_is_refused():
-    with pytest.raises(ValueError, match=r"extent\[0\] must be positive, got 0"):
+    with pytest.raises(ValueError, match=r"extent\[0\] must be a positive integer, got 0"):
         tcsim.memory.visualize_layout("TensorOpMultiplicand<16,32>", extent=(0, 32),
                                       vectorize=8, output_shape=(64, 4))
 

@@ -62,7 +62,8 @@ def integer(value, what: str, *, minimum: int | None = None, maximum: int | None
     if n is None:
         raise type_error(f"{what} must be an integer, got {value!r}")
     if minimum is not None and n < minimum:
-        rule = {0: "non-negative", 1: "positive"}.get(minimum, f"at least {minimum}")
+        rule = {0: "a non-negative integer", 1: "a positive integer"}.get(
+            minimum, f"an integer of at least {minimum}")
         raise error(f"{what} must be {rule}, got {n}")
     if maximum is not None and n > maximum:
         raise error(f"{what} must be at most {maximum}{why}, got {n}")

@@ -554,9 +554,7 @@ def render_layout(layout: Layout, vectorize: int = 1,
 
 
 def _print_shape(vectorize: int, output_shape: int | Sequence[int]) -> tuple[int, int]:
-    if isinstance(vectorize, bool) or not isinstance(vectorize, (int, np.integer)) \
-            or vectorize < 1:
-        raise ValueError(f"vectorize must be a positive integer, got {vectorize!r}")
+    vectorize = integer(vectorize, "vectorize", minimum=1)
     per_line, lines_per_block = _pair(output_shape, "output_shape", 8)
     if per_line % vectorize:
         raise ValueError(f"vectorize={vectorize} must divide contiguous elements in "

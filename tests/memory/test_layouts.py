@@ -343,7 +343,8 @@ def test_visualize_print_rules_by_hand():
         "(0, 0)(0, 1)(0, 2)  \n\n(1, 0)(1, 1)(1, 2)  ")
     assert visualize_layout("ColumnMajor", (3, 2), 3, 9) == "(0..2, 0)|(0..2, 1)"
     assert visualize_layout("PitchLinear", (3, 2), 3, 3) == "(0..2, 0)\n(0..2, 1)"
-    with pytest.raises(ValueError, match=r"extent\[0\] must be positive"):  # was "" (issue 13)
+    # An empty extent printed "" before issue 13; now it is refused.
+    with pytest.raises(ValueError, match=r"extent\[0\] must be a positive integer"):
         visualize_layout("RowMajor", (0, 4))
 
 

@@ -109,7 +109,7 @@ def test_a_problem_larger_than_memory_is_refused_before_allocating(name, mnk):
 def test_empty_problems_are_refused(shape):
     A = np.zeros((shape[0], 64), np.float16)
     B = np.zeros((64, shape[1]), np.float16)
-    with pytest.raises(ProblemSizeError, match="must be positive"):
+    with pytest.raises(ProblemSizeError, match="must be a positive integer"):
         tcsim.run("kernel1", A, B, **SMALL)
 
 
