@@ -145,6 +145,8 @@ def integer_array(values, what: str, *, minimum: int = 0, limit: int | None = No
             ints.append(n)
         _check_range(ints, minimum, top, what, name, limit_text, error)
         return np.array(ints, np.int64).reshape(arr.shape), given.reshape(arr.shape)
+    if arr.dtype.kind not in "iu" and flat.size == 0:  # nothing in it can be wrong
+        return np.zeros(arr.shape, np.int64), np.ones(arr.shape, bool)
     if arr.dtype.kind not in "iu":
         bad = 0
         if arr.dtype.kind in "fc" and flat.size:  # name the first value that is not whole
@@ -153,9 +155,7 @@ def integer_array(values, what: str, *, minimum: int = 0, limit: int | None = No
             bad = int(np.argmin(whole))
         kind = {"b": "a bool", "f": "a float", "c": "a complex number", "U": "a string",
                 "S": "bytes"}.get(arr.dtype.kind, f"of dtype {arr.dtype.name}")
-        where = f"{name(bad)} {flat[bad].item()!r} is {kind}" if flat.size \
-            else f"dtype {arr.dtype.name}"
-        raise type_error(f"{what} must be integers: {where}")
+        raise type_error(f"{what} must be integers: {name(bad)} {flat[bad].item()!r} is {kind}")
     low, high = flat < minimum, flat >= top
     if low.any() or high.any():
         i = int(np.argmax(low | high))
