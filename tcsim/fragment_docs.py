@@ -21,6 +21,8 @@ F16_K8, F16_K16 = "m16n8k8.row.col.f32.f16.f16.f32", "m16n8k16.row.col.f32.f16.f
 BF16_K8, BF16_K16 = "m16n8k8.row.col.f32.bf16.bf16.f32", "m16n8k16.row.col.f32.bf16.bf16.f32"
 TF32_K4, TF32_K8 = "m16n8k4.row.col.f32.tf32.tf32.f32", "m16n8k8.row.col.f32.tf32.tf32.f32"
 F16_ACC = "m16n8k8.row.col.f16.f16.f16.f16"
+E4M3_K16, E4M3_K32 = "m16n8k16.row.col.f32.e4m3.e4m3.f32", "m16n8k32.row.col.f32.e4m3.e4m3.f32"
+S8_K32 = "m16n8k32.row.col.s32.s8.s8.s32"
 
 EXAMPLE = '''import numpy as np, tcsim
 
@@ -54,11 +56,21 @@ SECTIONS = [
      "column `t = l % 4` (registers 0 and 1), and for k8 column t + 4 (registers 2 and 3). "
      "B: rows t (and t + 4 for k8) of column g.",
      [(TF32_K4, "a"), (TF32_K4, "b"), (TF32_K8, "a"), (TF32_K8, "b")]),
+    ("mma.sync m16n8k16 / m16n8k32 with 8-bit inputs (e4m3, e5m2, s8, u8)",
+     "Four 8-bit values per 32-bit register, the lowest column (or row) in byte 0 (`.b0`). "
+     "A: lane `l` holds rows `g = l // 4` (registers 0, 2) and g + 8 (registers 1, 3), "
+     "columns `4 (l % 4)` .. `4 (l % 4) + 3`, and for k32 the same columns + 16 in "
+     "registers 2 and 3. B: column g, rows `4 (l % 4)` .. + 3 (register 0) and, for k32, "
+     "the same rows + 16 (register 1). Every 8-bit type shares these maps. On sm_90 fp8 is "
+     "lowered to f16 `mma.sync` (docs/numerics.md): the low half of each register (bytes 0 "
+     "and 1) feeds the first f16 step, the high half the second.",
+     [(E4M3_K16, "a"), (E4M3_K16, "b"), (E4M3_K32, "a"), (E4M3_K32, "b")]),
     ("Accumulators C and D (every m16n8 shape)",
      "A 16x8 tile: lane `l` holds row `g = l // 4`, columns `2 (l % 4)` and `2 (l % 4) + 1`, "
-     "then the same columns of row g + 8. With f32 that is 4 registers (c0..c3); with f16 "
-     "the pairs share a register (2 registers), which is exactly the m16n8k8 f16 A layout.",
-     [(F16_K8, "c"), (F16_ACC, "c")]),
+     "then the same columns of row g + 8. With f32 (or s32) that is 4 registers (c0..c3); "
+     "with f16 the pairs share a register (2 registers), which is exactly the m16n8k8 f16 A "
+     "layout.",
+     [(F16_K8, "c"), (F16_ACC, "c"), (S8_K32, "c")]),
     ("mma.sync m8n8k4: the Volta quad-pair shape",
      "A warp computes four independent 8x8x4 products, one per *quad-pair*: lanes 4p .. "
      "4p + 3 together with lanes 4p + 16 .. 4p + 19 compute product p. tcsim stacks the four "
@@ -131,7 +143,8 @@ def render() -> tuple[str, dict[str, str]]:
         "(`tcsim.fragment(qualifier, operand)`; `print(...)` shows the text table, and a "
         "notebook shows the coloured grid). A cell is one element (row, column); its colour is "
         "the lane that holds it (one hue per group of 4 lanes, shades for the 4 threads), "
-        "`T5` the lane and `r1.hi` the register and half: register 1, high 16 bits.", "",
+        "`T5` the lane and `r1.hi` the register and half: register 1, high 16 bits (`r1.b2`: "
+        "byte 2 of register 1, for 8-bit elements).", "",
         "## Packing a matrix into registers", "",
         "```python", EXAMPLE.rstrip("\n"), "```", "", "prints", "",
         "```text", example_output(), "```", "",
