@@ -45,8 +45,9 @@ def main() -> None:
     print(f"{'qualifier':38s} {'mma/s':>12s} {'mma_regs/s':>12s}")
     for q in args.qualifier:
         spec = tcsim.parse(q)
+        dist = "uniform_bits" if spec.integer else "normal"
         A, B, C = (spec.format(o).from_bits(x)
-                   for o, x in zip("abc", samples.draw(q, "normal", args.count, rng)))
+                   for o, x in zip("abc", samples.draw(q, dist, args.count, rng)))
         frags = [tcsim.fragment(q, o) for o in "abc"]
         a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
         per = spec.products_per_warp  # m8n8k4: 4 products per warp instruction

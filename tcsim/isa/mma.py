@@ -42,8 +42,13 @@ def mma(
     A is (..., M, K), B is (..., K, N), C is (..., M, N); dtypes as the qualifier's types say:
     float16, ml_dtypes.bfloat16, float32 (f32, and tf32, whose low 13 bits the hardware
     ignores), ml_dtypes.float8_e4m3fn / float8_e5m2, int8, uint8 or int32 (s32).
-    Returns D (..., M, N) in D's dtype.
+    Returns D (..., M, N) in D's dtype. A wgmma qualifier ("m64n128k16.f32.f16.f16") runs
+    `tcsim.isa.wgmma.wgmma` with its default options.
     """
+    from .wgmma import is_wgmma_qualifier, wgmma  # imported here: tcsim.isa.wgmma imports mma
+
+    if is_wgmma_qualifier(qualifier):
+        return wgmma(qualifier, A, B, C, arch=arch)
     spec = parse(qualifier)
     bits = [_matrix_bits(spec, op, x) for op, x in zip("abc", (A, B, C))]
     check_batch(spec, bits)
@@ -176,18 +181,20 @@ def _execute(spec: MmaSpec, rule: AdderRule, n: int, load, store) -> None:
     `_stacked_inputs` array, C as (M, N, c); ``store(s, e, d)`` takes D as (M, N, c).
     """
     engine = _Engine(spec, rule)
+    for_each_chunk(n, lambda s, e: store(s, e, engine.run(*load(s, e))))
+
+
+def for_each_chunk(n: int, work) -> None:
+    """``work(s, e)`` for the chunks [s, e) of ``n`` instructions, on the thread pool when
+    there are four chunks or more (so a call on at most three chunks, as a worker makes it,
+    never waits for the pool)."""
     starts = range(0, n, CHUNK)
-
-    def work(s: int) -> None:
-        e = min(n, s + CHUNK)
-        store(s, e, engine.run(*load(s, e)))
-
     pool = _pool()
     if pool is None or len(starts) < 4:
         for s in starts:
-            work(s)
+            work(s, min(n, s + CHUNK))
     else:
-        list(pool.map(work, starts))
+        list(pool.map(lambda s: work(s, min(n, s + CHUNK)), starts))
 
 
 # Default thread cap: every numpy call passes the GIL, and past about 8 threads the handoffs
