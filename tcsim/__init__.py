@@ -18,6 +18,14 @@ from .isa.mma import mma, mma_regs
 from .isa.profiles import PROFILES, AdderRule, ArchProfile, profile
 from .isa.qualifier import MmaSpec, QualifierError, parse, supported_qualifiers
 from .isa.warp import Warp
+from .isa.wgmma import (
+    WgmmaSpec,
+    parse_wgmma,
+    supported_wgmma_qualifiers,
+    wgmma,
+    wgmma_fragment,
+    wgmma_regs,
+)
 from .kernels import GemmParams, kernel1, kernel2, kernel3, kernel4, kernel5, kernel6
 from .kernels.checks import (
     AsyncCopyRaceError,
@@ -47,7 +55,8 @@ __all__ = [
     "supported_qualifiers", "Warp", "GemmParams", "kernel1", "kernel2", "kernel3", "kernel4",
     "kernel5", "kernel6", "run", "trace", "Trace", "SimulationError", "SharedRaceError",
     "AsyncCopyRaceError", "UninitializedReadError", "SharedAddressError", "GlobalMemoryError",
-    "DivergentWarpError",
+    "DivergentWarpError", "WgmmaSpec", "parse_wgmma", "supported_wgmma_qualifiers", "wgmma",
+    "wgmma_fragment", "wgmma_regs",
 ]
 
 
