@@ -160,7 +160,7 @@ def integer_array(values, what: str, *, minimum: int = 0, limit: int | None = No
     if low.any() or high.any():
         i = int(np.argmax(low | high))
         _check_range([int(flat[i])], minimum, top, what, lambda _: name(i), limit_text, error)
-    return arr.astype(np.int64), np.ones(arr.shape, bool)
+    return arr.astype(np.int64), np.ones(arr.shape, bool)  # a copy: callers may not alias it
 
 
 def _check_range(ints, minimum, top, what, name, limit_text, error) -> None:

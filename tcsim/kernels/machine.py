@@ -26,6 +26,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..isa.validate import INT64_LIMIT, integer_array
 from ..memory.access import parse_instruction
 from .checks import (
     DivergentWarpError,
@@ -123,7 +124,7 @@ class Machine(ABC):
 
     def store_shared(self, site: str, addresses, registers) -> None:
         """``st.shared.v4.b32``: each lane writes its 4 registers at its byte address."""
-        addresses = np.asarray(addresses, np.int64)
+        addresses = self.integers(site, "shared addresses", addresses)
         self.check_shared(site, ST_SHARED, addresses, 16)
         if self.checker is not None:
             self.checker.write(site, ST_SHARED, addresses)
@@ -131,7 +132,7 @@ class Machine(ABC):
 
     def copy_async(self, site: str, operand: str, rows, cols, k_tile: int, addresses) -> None:
         """``cp.async.cg.shared.global`` of 16 bytes: ``operand[row, col:col+8]`` -> shared."""
-        addresses = np.asarray(addresses, np.int64)
+        addresses = self.integers(site, "shared addresses", addresses)
         offsets = self.global_elements(site, operand, rows, cols, k_tile, 8)
         self.check_shared(site, CP_ASYNC, addresses, 16)
         if self.checker is not None:
@@ -154,11 +155,12 @@ class Machine(ABC):
         """``ldmatrix.sync.aligned.m8n8.<shape>.shared.b16`` (shape "x1", "x4.trans", ...)."""
         spelling = LDMATRIX.format(shape)
         self.require_full_warp(site, spelling)
-        rows = np.asarray(addresses, np.int64)[..., : 8 * parse_instruction(spelling).matrices]
+        addresses = self.integers(site, "shared addresses", addresses)
+        rows = addresses[..., : 8 * parse_instruction(spelling).matrices]
         self.check_shared(site, spelling, rows, 16)
         if self.checker is not None:
             self.checker.read(site, spelling, rows)
-        return self._ldmatrix(site, spelling, np.asarray(addresses, np.int64), rows)
+        return self._ldmatrix(site, spelling, addresses, rows)
 
     def mma(self, site: str, a, b, c) -> np.ndarray:
         """``mma.sync`` of the kernel's qualifier on every (warp, tile) at once."""
@@ -196,6 +198,13 @@ class Machine(ABC):
 
     # ---- checks --------------------------------------------------------------------------------
 
+    def integers(self, site: str, what: str, values) -> np.ndarray:
+        """Per-lane addresses or coordinates as int64, refusing floats, bools and strings (a
+        TypeError naming the site: an address computed with ``/`` is a schedule's bug); the
+        range checks that follow name block, warp and lane."""
+        return integer_array(values, f"{self.kernel} site {site!r} {what}",
+                             minimum=-INT64_LIMIT)[0]
+
     def require_full_warp(self, site: str, spelling: str) -> None:
         """A ``.sync.aligned`` instruction needs all 32 lanes (`DivergentWarpError`)."""
         if not self.active.all():
@@ -210,7 +219,8 @@ class Machine(ABC):
                         vector: int) -> np.ndarray:
         """Element offsets (blocks, *lanes shape) into ``operand``, checked."""
         p = self.params
-        rows, cols = np.broadcast_arrays(np.asarray(rows, np.int64), np.asarray(cols, np.int64))
+        rows, cols = np.broadcast_arrays(self.integers(site, f"{operand} rows", rows),
+                                         self.integers(site, f"{operand} columns", cols))
         expand = (-1,) + (1,) * rows.ndim
         bm = self.block_rows.reshape(expand) * p.block_m
         bn = self.block_cols.reshape(expand) * p.block_n

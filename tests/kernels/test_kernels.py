@@ -180,7 +180,7 @@ def test_a_misaligned_shared_store_names_the_site_and_lane():
 
 def test_an_out_of_range_global_load_names_the_element():
     def program(m, p, A_smem, B_smem):
-        m.load_global("A_gmem_load", "A", np.full((p.warps, 32), 64), np.zeros((p.warps, 32)))
+        m.load_global("A_gmem_load", "A", np.full((p.warps, 32), 64), np.zeros((p.warps, 32), int))
 
     A, B = np.ones((64, 32), np.float16), np.ones((32, 64), np.float16)
     with pytest.raises(GlobalMemoryError, match=r"A elements \[64, 0:8\] are outside the 64x32"):
@@ -203,3 +203,18 @@ def test_each_twin_is_written_from_its_kernels_parameters(name):
 def test_the_twins_spell_the_traced_tile_load():
     header = (HW / "gemm.cuh").read_text()
     assert f'#define TILE_LOAD "{LD_GLOBAL[8]}"' in header
+
+
+def test_float_coordinates_and_addresses_in_a_schedule_are_refused():
+    def program(m, p, A_smem, B_smem):  # a column computed with / instead of //
+        m.load_global("A_gmem_load", "A", np.zeros((p.warps, 32), int), np.arange(32) / 1)
+
+    def store(m, p, A_smem, B_smem):
+        m.store_shared("A_smem_store", np.arange(32) * 16.0, m.zeros(p.warps, 32, 4))
+
+    A, B = np.ones((64, 32), np.float16), np.ones((32, 64), np.float16)
+    with pytest.raises(TypeError, match=r"broken site 'A_gmem_load' A columns must be integers: "
+                                        r"element 0 0\.0 is a float"):
+        tcsim.run(_broken(program), A, B)
+    with pytest.raises(TypeError, match=r"site 'A_smem_store' shared addresses must be integers"):
+        tcsim.trace(_broken(store), 64, 64, 32)
