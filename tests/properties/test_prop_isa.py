@@ -286,3 +286,35 @@ def test_warp_larger_than_memory_is_refused_before_allocating():
     with pytest.raises(ValueError, match="at most 255"):
         tcsim.Warp(1, registers=10**10)
     assert tcsim.Warp((0, 3)).regs.shape == (0, 3, 32, 64)  # an empty batch is fine
+
+
+# ---- wgmma (the warpgroup instruction) ----------------------------------------------------
+
+WGMMA = [q for q in tcsim.supported_wgmma_qualifiers() if int(q.split("n")[1].split("k")[0]) <= 32]
+
+
+@FEW
+@given(st.sampled_from(WGMMA), st.lists(st.integers(0, 2), max_size=1).map(tuple), seeds,
+       st.tuples(layouts, layouts, layouts))
+def test_wgmma_bits_do_not_depend_on_layout_and_inputs_are_kept(q, batch, seed, kinds):
+    spec = tcsim.parse_wgmma(q)
+    rng = np.random.default_rng(seed)
+    mats = [random_values(spec.format(op).dtype, batch + spec.matrix_shape(op), rng)
+            for op in "abc"]
+    pairs = [in_layout(x, kind) for x, kind in zip(mats, kinds)]
+    before = [bits(p[1]).copy() for p in pairs]
+    expected = tcsim.wgmma(q, *(p[0] for p in pairs))
+    got = tcsim.wgmma(q, *(p[1] for p in pairs))
+    assert got.shape == batch + (spec.m, spec.n)
+    assert np.array_equal(bits(got), bits(expected))
+    for p, b in zip(pairs, before):
+        assert np.array_equal(bits(p[1]), b)
+
+
+@FEW
+@given(st.one_of(st.text(max_size=30), st.sampled_from(WGMMA).flatmap(_mutations), junk))
+def test_bad_wgmma_qualifiers_are_value_errors(text):
+    if isinstance(text, str) and text.strip() in tcsim.supported_wgmma_qualifiers():
+        return
+    with pytest.raises(ValueError):
+        tcsim.parse_wgmma(text)
