@@ -8,6 +8,8 @@
 # BENCH_ARGS passes options to benchmarks/bench_gpu.py), checks (planted bugs under
 # compute-sanitizer and the simulator), cpasync (the cp.async study; STUDY_ARGS passes options).
 # mma runs the mma tests for TCSIM_HW_QUALIFIERS (comma list) filtered by TCSIM_K.
+# wgmma runs tests/hw/test_wgmma_hw.py (sm_90a; TCSIM_HW_WGMMA_COUNT random instructions per
+# family, default 20,000; fp8 elements for model fitting land in $OUT/wgmma_fp8_elements.npz).
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 # tcsim is installed as users get it (not editable), and the tests run from a copy of tests/
 # outside the source tree, so the hardware tests compile the CUDA files the package installed.
@@ -61,6 +63,8 @@ if [ "$mode" = mma ]; then  # only the mma tests, optionally filtered: TCSIM_K="
   hw_tests test_mma_hw.py
 elif [ "$mode" = smem ]; then
   hw_tests test_smem_hw.py
+elif [ "$mode" = wgmma ]; then  # wgmma.mma_async against the simulator (issue 14)
+  hw_tests test_wgmma_hw.py
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
   hw_tests test_kernels_hw.py
 elif [ "$mode" = checks ]; then  # planted bugs: compute-sanitizer against the simulator

@@ -49,3 +49,16 @@ for r in (r for r in rows if r["test"] == "checks"):
     tools = ", ".join(f"{t} {v['errors']}" for t, v in r["sanitizer"].items())
     print(f"checks {r['kernel']}: sanitizer [{tools}]; simulator: "
           f"{r['simulator'].split(':')[0] or 'no error'}")
+
+for r in rows:
+    if r["test"] == "wgmma_compile":
+        print(f"wgmma: {r['kernels']} probe kernels compiled in {r['seconds']} s on {r['gpu']}")
+    elif r["test"] == "wgmma_random":
+        print(f"wgmma {r['family']:5s} {r['instructions']:9,d} instructions, "
+              f"{r['mismatching']} mismatching (gpu {r['hw_seconds']} s, sim {r['sim_seconds']} s)")
+    elif r["test"] == "wgmma_fp8_errors":
+        print(f"wgmma fp8 elements: {r['mismatching']:,} of {r['elements']:,} differ; "
+              f"log2(error / largest term) max {r['log2_error_max']}, "
+              f"median {r['log2_error_median']}")
+    elif r["test"] == "wgmma_fact":
+        print(f"wgmma fact {r['fact']:44s} {r['d_bits']:>10s} ({r['verdict']})")

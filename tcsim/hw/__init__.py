@@ -10,8 +10,9 @@ from .gemm import run
 from .mma import mma, mma_regs
 from .profile import Launch, profile
 from .runtime import HardwareUnavailable, available, device_name, unavailable_reason
+from .warpgroup import wgmma, wgmma_regs
 
 __all__ = [
     "HardwareUnavailable", "Launch", "available", "device_name", "mma", "mma_regs", "profile",
-    "run", "unavailable_reason",
+    "run", "unavailable_reason", "wgmma", "wgmma_regs",
 ]

@@ -61,19 +61,20 @@ def compute_capability() -> str:
     return str(cupy.cuda.Device().compute_capability)
 
 
-def module(filename: str, defines: dict[str, int] | None = None):
-    """The CUDA source ``tcsim/hw/<filename>`` compiled for the present GPU, with ``-D`` defines."""
-    return _module(filename, tuple(sorted((defines or {}).items())))
+def module(filename: str, defines: dict[str, int] | None = None, arch: str | None = None):
+    """The CUDA source ``tcsim/hw/<filename>`` compiled for the present GPU, with ``-D`` defines;
+    ``arch`` overrides the target (``"sm_90a"`` for wgmma)."""
+    return _module(filename, tuple(sorted((defines or {}).items())), arch)
 
 
 @cache
-def _module(filename: str, defines: tuple[tuple[str, int], ...]):
+def _module(filename: str, defines: tuple[tuple[str, int], ...], target: str | None = None):
     require()
     import cupy
 
     here = files("tcsim.hw")
     source = (here / filename).read_text()
-    arch = f"--gpu-architecture=sm_{compute_capability()}"
+    arch = f"--gpu-architecture={target or 'sm_' + compute_capability()}"
     options = ("--std=c++17", arch, f"-I{here}", *(f"-D{k}={v}" for k, v in defines))
     return cupy.RawModule(code=source, options=options)
 

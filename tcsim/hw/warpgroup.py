@@ -1,0 +1,225 @@
+"""wgmma.mma_async on the GPU (sm_90a), with the signatures of `tcsim.wgmma` and
+`tcsim.wgmma_regs`, plus where the operands sit in shared memory.
+
+One warpgroup runs one instruction (tcsim/hw/wgmma_probes.py says how). The host lays A (for
+A from shared memory) and B out as `tcsim.memory.canonical_tile` does, K-major or, with a
+transpose, MN-major, under the chosen swizzle; the probe copies the tiles' 16-byte chunks to
+those offsets and issues the wgmma with the tiles' descriptors. Registers go through the
+warpgroup fragment maps of `tcsim.isa.wgmma`, the tables the simulator reads.
+
+Kernels: each (qualifier, A source) in `wgmma_probes.PROBES` is compiled on its own from the
+committed ``wgmma_probes.cu`` (``-DTCSIM_WGMMA_PROBE=<index>``); any other qualifier from the
+generator's source for it. `prepare` compiles many at once on a thread pool (NVRTC releases
+the GIL).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from ..isa.wgmma import check_options, parse_wgmma, wgmma_fragment
+from ..isa.wgmma.spec import WgmmaSpec
+from ..memory.descriptors import DescriptorTile, SwizzleMode, canonical_tile
+from . import runtime
+
+PROBE_FILE = "wgmma_probes.cu"
+ARCH = "sm_90a"
+ALIGN = 1024  # the probe aligns its shared-memory window to the 128B swizzle's repeat
+BATCH_BYTES = 1 << 28  # host and device bytes per launch
+
+
+@dataclass(frozen=True)
+class Staging:
+    """Where one instruction's shared-memory operands go: the descriptors (for a window at
+    address 0), the window offset of every 16-byte chunk, and for A and B the order in which
+    the operand matrix's bytes fill those chunks."""
+
+    desc_a: int
+    desc_b: int
+    chunk_offsets: np.ndarray  # uint32 (chunks,)
+    a_order: np.ndarray | None  # byte indices into A's (64, K) bytes; None: A in registers
+    b_order: np.ndarray  # byte indices into B^T's (N, K) bytes
+    window_bytes: int
+    tiles: tuple[DescriptorTile, ...]
+
+
+def _chunks(tile: DescriptorTile) -> tuple[np.ndarray, np.ndarray]:
+    """(window offsets of the tile's 16-byte chunks, the matrix bytes in chunk order)."""
+    e = tile.element_bytes
+    offsets = (tile.offsets[..., None] + np.arange(e)).ravel() + tile.start
+    order = np.argsort(offsets, kind="stable")
+    chunks = offsets[order].reshape(-1, 16)
+    whole = np.array_equal(chunks, chunks[:, :1] + np.arange(16))
+    if not whole or (chunks[:, 0] % 16).any():
+        raise AssertionError("a canonical tile's bytes must fill whole 16-byte chunks")
+    return chunks[:, 0].astype(np.uint32), order
+
+
+def _swizzle_for(rows: int, element_bytes: int, major: str, swizzle: SwizzleMode) -> SwizzleMode:
+    """``swizzle``, checked: an MN-major swizzled tile must be whole atoms along M/N."""
+    if major == "MN" and swizzle is not SwizzleMode.NONE and (rows * element_bytes) % swizzle.width:
+        raise ValueError(f"an MN-major operand of {rows} rows ({rows * element_bytes} bytes) is "
+                         f"not whole {swizzle} swizzle atoms ({swizzle.width} bytes); choose a "
+                         f"smaller swizzle or none")
+    return swizzle
+
+
+@cache
+def staging(qualifier: str, a_source: str, trans_a: bool, trans_b: bool,
+            swizzle: str = "128B") -> Staging:
+    """The shared-memory plan of one instruction form (cached)."""
+    spec = parse_wgmma(qualifier)
+    mode = SwizzleMode.parse(swizzle)
+    ea = spec.format("a").storage_bits // 8
+    eb = spec.format("b").storage_bits // 8
+    a_major, b_major = ("MN" if trans_a else "K"), ("MN" if trans_b else "K")
+    ta = canonical_tile(spec.m, spec.k, ea, a_major, _swizzle_for(spec.m, ea, a_major, mode))
+    b_start = -(-ta.nbytes // ALIGN) * ALIGN if a_source == "smem" else 0
+    tb = canonical_tile(spec.n, spec.k, eb, b_major, _swizzle_for(spec.n, eb, b_major, mode),
+                        start=b_start)
+    b_offsets, b_order = _chunks(tb)
+    if a_source == "smem":
+        a_offsets, a_order = _chunks(ta)
+        offsets, tiles = np.concatenate([a_offsets, b_offsets]), (ta, tb)
+    else:
+        offsets, a_order, tiles = b_offsets, None, (tb,)
+    return Staging(ta.descriptors[0].encode(), tb.descriptors[0].encode(), offsets, a_order,
+                   b_order, b_start + tb.nbytes, tiles)
+
+
+# ---- kernels -----------------------------------------------------------------------------------
+
+_compiled: dict[tuple[str, str], object] = {}
+
+
+def _compile(key: tuple[str, str]):
+    """The probe kernel of (qualifier, A source), compiled for sm_90a (cached)."""
+    if key in _compiled:
+        return _compiled[key]
+    import cupy
+
+    from .wgmma_probes import _HEADER, PROBES, probe_kernel  # not at import: python -m runs it
+
+    spec = parse_wgmma(key[0])
+    name = spec.kernel_name(key[1])
+    if key in PROBES:
+        index = PROBES.index(key)
+        mod = runtime.module(PROBE_FILE, {"TCSIM_WGMMA_PROBE": index, "TCSIM_SM90A": 1},
+                             arch=ARCH)
+    else:
+        mod = cupy.RawModule(code=_HEADER + probe_kernel(*key),
+                             options=("--std=c++17", f"--gpu-architecture={ARCH}",
+                                      "-DTCSIM_SM90A=1"))
+    fn = mod.get_function(name)  # compiles here
+    _compiled[key] = fn
+    return fn
+
+
+def require_wgmma() -> None:
+    """Raise `HardwareUnavailable` unless the GPU runs wgmma (sm_90a: H100, H200)."""
+    runtime.require()
+    cc = runtime.compute_capability()
+    if cc != "90":
+        raise runtime.HardwareUnavailable(f"wgmma.mma_async needs an sm_90a GPU (H100, H200); "
+                                          f"this one is sm_{cc}")
+
+
+def prepare(keys, threads: int | None = None) -> None:
+    """Compile the probe kernels of (qualifier, A source) pairs at once, on a thread pool."""
+    require_wgmma()
+    import cupy
+
+    device = cupy.cuda.Device().id
+    todo = sorted({(parse_wgmma(q).qualifier, a) for q, a in keys} - set(_compiled))
+
+    def one(key):
+        with cupy.cuda.Device(device):
+            _compile(key)
+
+    with ThreadPoolExecutor(threads or min(16, os.cpu_count() or 1)) as pool:
+        list(pool.map(one, todo))
+
+
+# ---- running -----------------------------------------------------------------------------------
+
+def _bytes_of(bits: np.ndarray, n: int) -> np.ndarray:
+    return np.ascontiguousarray(bits).view(np.uint8).reshape(n, -1)
+
+
+def wgmma_regs(qualifier: str, a: np.ndarray, B: np.ndarray, c: np.ndarray, *, scale_d=1,
+               scale_a=1, scale_b=1, trans_a=False, trans_b=False,
+               swizzle: str = "128B") -> np.ndarray:
+    """One wgmma per instruction on the GPU, same contract as `tcsim.wgmma_regs`: ``a`` A's
+    registers (uint32 (..., 128, 4), A from registers) or the matrix A (from shared memory),
+    ``B`` the matrix B, ``c`` the accumulator registers. ``swizzle``: the shared-memory layout
+    of the operands there ("128B", "64B", "32B" or "none")."""
+    spec = parse_wgmma(qualifier)
+    in_registers = np.asarray(a).dtype == np.uint32
+    opts = check_options(spec, scale_d, scale_a, scale_b, trans_a, trans_b,
+                         a_in_registers=in_registers)
+    require_wgmma()
+    import cupy
+
+    a_source = "registers" if in_registers else "smem"
+    fa, fc, fd = (wgmma_fragment(spec, op) for op in "acd")
+    c = fc.check_registers(c)
+    if in_registers:
+        a = fa.check_registers(a)
+    else:
+        a = spec.format("a").to_bits(np.asarray(a))
+    b = spec.format("b").to_bits(np.asarray(B))
+    batch = np.broadcast_shapes(np.shape(a)[:-2], b.shape[:-2], c.shape[:-2])
+    n = int(np.prod(batch, dtype=np.int64))
+    a, b, c = (np.broadcast_to(x, batch + x.shape[-2:]).reshape((n,) + x.shape[-2:])
+               for x in (a, b, c))
+    plan = staging(spec.qualifier, a_source, opts.trans_a, opts.trans_b, swizzle)
+    fn = _compile((spec.qualifier, a_source))
+    mode = (opts.scale_d | (opts.scale_a == -1) << 1 | (opts.scale_b == -1) << 2
+            | opts.trans_a << 3 | opts.trans_b << 4)
+    chunks = plan.chunk_offsets.size
+    offsets = cupy.asarray(plan.chunk_offsets)
+    d = np.empty((n, 128, fd.registers), np.uint32)
+    per = 16 * chunks + 4 * 128 * (fc.registers + fd.registers + 4)
+    step = max(1, BATCH_BYTES // per)
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        bt = _bytes_of(np.swapaxes(b[s:e], -1, -2), e - s)[:, plan.b_order]
+        parts = [bt] if in_registers else [_bytes_of(a[s:e], e - s)[:, plan.a_order], bt]
+        tiles = cupy.asarray(np.ascontiguousarray(np.concatenate(parts, axis=1)))
+        ga = cupy.asarray(np.ascontiguousarray(a[s:e])) if in_registers else \
+            cupy.zeros(1, cupy.uint32)
+        gc = cupy.asarray(np.ascontiguousarray(c[s:e]))
+        gd = cupy.empty((e - s, 128, fd.registers), cupy.uint32)
+        fn((e - s,), (128,), (tiles, offsets, np.int32(chunks), np.uint64(plan.desc_a),
+                              np.uint64(plan.desc_b), ga, gc, gd, np.int32(mode)),
+           shared_mem=plan.window_bytes + ALIGN)
+        d[s:e] = gd.get()
+    return d.reshape(batch + (128, fd.registers))
+
+
+def wgmma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, scale_d=1,
+          scale_a=1, scale_b=1, trans_a=False, trans_b=False, a_source: str = "smem",
+          swizzle: str = "128B") -> np.ndarray:
+    """``D = scale_d * C + (scale_a * A) @ (scale_b * B)`` computed by the GPU's wgmma; same
+    contract as `tcsim.wgmma`. ``a_source``: "smem" (A read through a descriptor) or
+    "registers"; ``swizzle``: the shared-memory layout of the operands there."""
+    spec = parse_wgmma(qualifier)
+    fa, fc, fd = (wgmma_fragment(spec, op) for op in "acd")
+    if a_source not in ("smem", "registers"):
+        raise ValueError(f"a_source must be 'smem' or 'registers', got {a_source!r}")
+    a = fa.pack(A) if a_source == "registers" else fa.check_matrix(A)
+    d = wgmma_regs(spec.qualifier, a, B, fc.pack(C), scale_d=scale_d, scale_a=scale_a,
+                   scale_b=scale_b, trans_a=trans_a, trans_b=trans_b, swizzle=swizzle)
+    return fd.unpack(d)
+
+
+def shared_bytes(spec: WgmmaSpec | str, a_source: str = "smem", trans_a: bool = False,
+                 trans_b: bool = False, swizzle: str = "128B") -> int:
+    """Dynamic shared memory one probe block asks for."""
+    q = spec.qualifier if isinstance(spec, WgmmaSpec) else parse_wgmma(spec).qualifier
+    return staging(q, a_source, trans_a, trans_b, swizzle).window_bytes + ALIGN

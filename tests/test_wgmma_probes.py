@@ -1,0 +1,116 @@
+"""The wgmma probes without a GPU: the committed CUDA source is the generator's, every probe and
+immediate variant is in it, and the shared-memory staging the host computes is read back by the
+descriptors it issues, as `tcsim.memory.MatrixDescriptor` models the H100 reading them."""
+
+import re
+from importlib.resources import files
+
+import numpy as np
+import pytest
+
+from tcsim.hw.warpgroup import ALIGN, staging
+from tcsim.hw.wgmma_probes import PROBES, _variants, probe_source
+from tcsim.isa.wgmma import parse_wgmma, supported_wgmma_qualifiers
+from tcsim.memory import MatrixDescriptor
+
+SOURCE = (files("tcsim.hw") / "wgmma_probes.cu").read_text()
+
+
+def test_wgmma_probes_cu_is_up_to_date():
+    assert SOURCE == probe_source(), (
+        "tcsim/hw/wgmma_probes.cu is stale: run "
+        "python -m tcsim.hw.wgmma_probes > tcsim/hw/wgmma_probes.cu")
+
+
+def test_every_probe_is_in_the_source_under_its_own_guard():
+    assert len(PROBES) == len(set(PROBES))
+    for i, (q, a_source) in enumerate(PROBES):
+        spec = parse_wgmma(q)
+        guard = f"#if !defined(TCSIM_WGMMA_PROBE) || TCSIM_WGMMA_PROBE == {i}  // {q} A from"
+        assert guard in SOURCE
+        assert f"void __launch_bounds__(128) {spec.kernel_name(a_source)}(" in SOURCE
+        assert f'"wgmma.mma_async.sync.aligned.{q} ' in SOURCE
+    assert SOURCE.count("defined(__CUDA_ARCH_FEAT_SM90_ALL)") == 1
+
+
+def test_probes_cover_each_family_type_pair_and_n():
+    specs = [parse_wgmma(q) for q, _ in PROBES]
+    for family in ("f16", "bf16", "tf32", "fp8", "int8"):
+        ns = {s.n for s in specs if s.family == family}
+        assert {8, 24, 64, 128, 256} <= ns and (200 in ns or 208 in ns), family
+    pairs = {(s.d_type, s.a_type, s.b_type, s.saturate) for s in specs}
+    every = {(s.d_type, s.a_type, s.b_type, s.saturate)
+             for s in map(parse_wgmma, supported_wgmma_qualifiers())}
+    assert pairs == every
+    assert {a for _, a in PROBES} == {"smem", "registers"}
+
+
+@pytest.mark.parametrize("qualifier, a_source", [p for p in PROBES if p[0].startswith(
+    ("m64n8k16", "m64n256k16.f16", "m64n24k8", "m64n200k32", "m64n208k32"))])
+def test_switch_holds_exactly_the_legal_immediates(qualifier, a_source):
+    spec = parse_wgmma(qualifier)
+    name = spec.kernel_name(a_source)
+    body = SOURCE[SOURCE.index(f"void __launch_bounds__(128) {name}("):]
+    body = body[:body.index("default:")]
+    cases = sorted(int(c) for c in re.findall(r"case (\d+):", body))
+    want = sorted(na | nb << 1 | ta << 2 | tb << 3 for na, nb, ta, tb in _variants(spec, a_source))
+    assert cases == want
+    assert len(want) == {"f16": 16 if a_source == "smem" else 8, "bf16": 16 if a_source == "smem"
+                         else 8, "tf32": 4, "fp8": 4, "int8": 1}[spec.family]
+
+
+STAGING = [("m64n8k16.f32.f16.f16", "smem", False, False, "128B"),
+           ("m64n128k16.f16.f16.f16", "smem", True, True, "128B"),
+           ("m64n64k16.f32.bf16.bf16", "smem", True, False, "64B"),
+           ("m64n24k16.f32.f16.f16", "registers", False, True, "none"),
+           ("m64n200k16.f32.f16.f16", "smem", False, False, "32B"),
+           ("m64n256k8.f32.tf32.tf32", "smem", False, False, "128B"),
+           ("m64n24k32.f32.e4m3.e5m2", "smem", False, False, "none"),
+           ("m64n208k32.s32.s8.s8", "registers", False, False, "128B")]
+
+
+@pytest.mark.parametrize("qualifier, a_source, trans_a, trans_b, swizzle", STAGING)
+def test_staged_tiles_read_back_through_their_descriptors(qualifier, a_source, trans_a, trans_b,
+                                                          swizzle, rng):
+    """Emulate the probe: chunks copied to their offsets in a 1024-aligned window; then what
+    the descriptors (plus the window address, as the kernel adds it) denote is A and B^T."""
+    spec = parse_wgmma(qualifier)
+    plan = staging(qualifier, a_source, trans_a, trans_b, swizzle)
+    ea, eb = (spec.format(op).storage_bits // 8 for op in "ab")
+    A = rng.integers(0, 256, (64, spec.k * ea), dtype=np.uint8)  # raw element bytes
+    Bt = rng.integers(0, 256, (spec.n, spec.k * eb), dtype=np.uint8)  # B^T: N x K
+    parts = [Bt.ravel()[plan.b_order]]
+    if a_source == "smem":
+        parts.insert(0, A.ravel()[plan.a_order])
+    chunks = np.concatenate(parts).reshape(-1, 16)
+    assert chunks.shape[0] == plan.chunk_offsets.size
+    window = 3 * ALIGN  # the kernel's window address: any multiple of 1024
+    smem = np.zeros(window + plan.window_bytes + ALIGN, np.uint8)
+    smem[window + plan.chunk_offsets[:, None] + np.arange(16)] = chunks
+    assert len(set(plan.chunk_offsets.tolist())) == plan.chunk_offsets.size
+
+    def read(desc, rows, e, major):
+        d = MatrixDescriptor.decode(desc + (window >> 4))
+        addresses = d.layout(e, major, rows).addresses()  # (rows, K) element starts
+        return smem[addresses[..., None] + np.arange(e)].reshape(rows, -1)
+
+    assert np.array_equal(read(plan.desc_b, spec.n, eb, "MN" if trans_b else "K"), Bt)
+    if a_source == "smem":
+        assert np.array_equal(read(plan.desc_a, 64, ea, "MN" if trans_a else "K"), A)
+    assert plan.window_bytes + ALIGN <= 48 * 1024
+
+
+def test_mn_major_tiles_must_be_whole_swizzle_atoms():
+    with pytest.raises(ValueError, match="not whole 128B swizzle atoms"):
+        staging("m64n24k16.f32.f16.f16", "smem", False, True, "128B")
+
+
+def test_hw_wgmma_without_a_gpu_says_why():
+    from tcsim import hw
+
+    if hw.available():
+        pytest.skip("a GPU is usable here")
+    A = np.zeros((64, 16), np.float16)
+    with pytest.raises(hw.HardwareUnavailable, match="CuPy|GPU|driver"):
+        hw.wgmma("m64n8k16.f32.f16.f16", A, np.zeros((16, 8), np.float16),
+                 np.zeros((64, 8), np.float32))
