@@ -66,7 +66,9 @@ STAGING = [("m64n8k16.f32.f16.f16", "smem", False, False, "128B"),
            ("m64n200k16.f32.f16.f16", "smem", False, False, "32B"),
            ("m64n256k8.f32.tf32.tf32", "smem", False, False, "128B"),
            ("m64n24k32.f32.e4m3.e5m2", "smem", False, False, "none"),
-           ("m64n208k32.s32.s8.s8", "registers", False, False, "128B")]
+           ("m64n208k32.s32.s8.s8", "registers", False, False, "128B"),
+           ("m64n200k16.f16.f16.f16", "smem", True, True, None),
+           ("m64n96k16.f32.bf16.bf16", "registers", False, True, None)]
 
 
 @pytest.mark.parametrize("qualifier, a_source, trans_a, trans_b, swizzle", STAGING)
@@ -103,6 +105,12 @@ def test_staged_tiles_read_back_through_their_descriptors(qualifier, a_source, t
 def test_mn_major_tiles_must_be_whole_swizzle_atoms():
     with pytest.raises(ValueError, match="not whole 128B swizzle atoms"):
         staging("m64n24k16.f32.f16.f16", "smem", False, True, "128B")
+    # swizzle=None: 128B where it fits, else the widest whose atoms the tile fills
+    modes = {n: str(staging(f"m64n{n}k16.f32.f16.f16", "smem", True, True).tiles[1].swizzle)
+             for n in (8, 24, 32, 48, 64, 200, 256)}
+    assert modes == {8: "none", 24: "none", 32: "64B", 48: "32B", 64: "128B", 200: "none",
+                     256: "128B"}
+    assert str(staging("m64n24k16.f32.f16.f16", "smem", False, False).tiles[1].swizzle) == "128B"
 
 
 def test_hw_wgmma_without_a_gpu_says_why():

@@ -60,27 +60,34 @@ def _chunks(tile: DescriptorTile) -> tuple[np.ndarray, np.ndarray]:
     return chunks[:, 0].astype(np.uint32), order
 
 
-def _swizzle_for(rows: int, element_bytes: int, major: str, swizzle: SwizzleMode) -> SwizzleMode:
-    """``swizzle``, checked: an MN-major swizzled tile must be whole atoms along M/N."""
-    if major == "MN" and swizzle is not SwizzleMode.NONE and (rows * element_bytes) % swizzle.width:
+def _swizzle_for(rows: int, element_bytes: int, major: str, swizzle: str | None) -> SwizzleMode:
+    """The swizzle of one operand tile. An MN-major swizzled tile must be whole atoms along
+    M/N; ``None`` picks 128B, or for such a tile the widest swizzle whose atoms it fills."""
+    if swizzle is None:
+        modes = [SwizzleMode.B128, SwizzleMode.B64, SwizzleMode.B32, SwizzleMode.NONE]
+        fits = [m for m in modes if major == "K" or m is SwizzleMode.NONE
+                or (rows * element_bytes) % m.width == 0]
+        return fits[0]
+    mode = SwizzleMode.parse(swizzle)
+    if major == "MN" and mode is not SwizzleMode.NONE and (rows * element_bytes) % mode.width:
         raise ValueError(f"an MN-major operand of {rows} rows ({rows * element_bytes} bytes) is "
-                         f"not whole {swizzle} swizzle atoms ({swizzle.width} bytes); choose a "
-                         f"smaller swizzle or none")
-    return swizzle
+                         f"not whole {mode} swizzle atoms ({mode.width} bytes); choose a "
+                         f"smaller swizzle, none, or swizzle=None to pick one")
+    return mode
 
 
 @cache
 def staging(qualifier: str, a_source: str, trans_a: bool, trans_b: bool,
-            swizzle: str = "128B") -> Staging:
-    """The shared-memory plan of one instruction form (cached)."""
+            swizzle: str | None = None) -> Staging:
+    """The shared-memory plan of one instruction form (cached); ``swizzle`` as
+    `_swizzle_for` takes it."""
     spec = parse_wgmma(qualifier)
-    mode = SwizzleMode.parse(swizzle)
     ea = spec.format("a").storage_bits // 8
     eb = spec.format("b").storage_bits // 8
     a_major, b_major = ("MN" if trans_a else "K"), ("MN" if trans_b else "K")
-    ta = canonical_tile(spec.m, spec.k, ea, a_major, _swizzle_for(spec.m, ea, a_major, mode))
+    ta = canonical_tile(spec.m, spec.k, ea, a_major, _swizzle_for(spec.m, ea, a_major, swizzle))
     b_start = -(-ta.nbytes // ALIGN) * ALIGN if a_source == "smem" else 0
-    tb = canonical_tile(spec.n, spec.k, eb, b_major, _swizzle_for(spec.n, eb, b_major, mode),
+    tb = canonical_tile(spec.n, spec.k, eb, b_major, _swizzle_for(spec.n, eb, b_major, swizzle),
                         start=b_start)
     b_offsets, b_order = _chunks(tb)
     if a_source == "smem":
@@ -141,70 +148,100 @@ def prepare(keys, threads: int | None = None) -> None:
         with cupy.cuda.Device(device):
             _compile(key)
 
-    with ThreadPoolExecutor(threads or min(16, os.cpu_count() or 1)) as pool:
-        list(pool.map(one, todo))
+    try:
+        with ThreadPoolExecutor(threads or min(16, os.cpu_count() or 1)) as pool:
+            list(pool.map(one, todo))
+    except Exception:  # should NVRTC or CuPy refuse threads, compile one at a time
+        for key in todo:
+            _compile(key)
 
 
 # ---- running -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Launch:
+    """One probe launch's inputs as the kernel takes them (host arrays): ``tiles`` uint8
+    (count, chunks * 16), the 16-byte chunks of each instruction's operand tiles in window
+    order; ``a`` A's registers (count, 128, 4) or None; ``c`` (count, 128, n) registers."""
+
+    key: tuple[str, str]
+    plan: Staging
+    mode: int  # bit 0 scale-d, bits 1-4 negate A, negate B, transpose A, transpose B
+    tiles: np.ndarray
+    a: np.ndarray | None
+    c: np.ndarray
+    d_registers: int
+
 
 def _bytes_of(bits: np.ndarray, n: int) -> np.ndarray:
     return np.ascontiguousarray(bits).view(np.uint8).reshape(n, -1)
 
 
+def _launches(spec: WgmmaSpec, a, b, c, in_registers: bool, opts, swizzle):
+    """The probe launches for a flat batch (host side only), each of at most BATCH_BYTES."""
+    a_source = "registers" if in_registers else "smem"
+    plan = staging(spec.qualifier, a_source, opts.trans_a, opts.trans_b, swizzle)
+    mode = (opts.scale_d | (opts.scale_a == -1) << 1 | (opts.scale_b == -1) << 2
+            | opts.trans_a << 3 | opts.trans_b << 4)
+    nd = wgmma_fragment(spec, "d").registers
+    per = 16 * plan.chunk_offsets.size + 4 * 128 * (c.shape[-1] + nd + 4)
+    step = max(1, BATCH_BYTES // per)
+    for s in range(0, c.shape[0], step):
+        e = min(c.shape[0], s + step)
+        bt = _bytes_of(np.swapaxes(b[s:e], -1, -2), e - s)[:, plan.b_order]
+        parts = [bt] if in_registers else [_bytes_of(a[s:e], e - s)[:, plan.a_order], bt]
+        yield Launch((spec.qualifier, a_source), plan, int(mode),
+                     np.ascontiguousarray(np.concatenate(parts, axis=1)),
+                     np.ascontiguousarray(a[s:e]) if in_registers else None,
+                     np.ascontiguousarray(c[s:e]), nd)
+
+
+def _run(launch: Launch) -> np.ndarray:
+    """Launch one probe batch on the GPU: D's registers (count, 128, n)."""
+    import cupy
+
+    fn = _compile(launch.key)
+    count = launch.c.shape[0]
+    ga = cupy.asarray(launch.a) if launch.a is not None else cupy.zeros(1, cupy.uint32)
+    gd = cupy.empty((count, 128, launch.d_registers), cupy.uint32)
+    plan = launch.plan
+    fn((count,), (128,), (cupy.asarray(launch.tiles), cupy.asarray(plan.chunk_offsets),
+                          np.int32(plan.chunk_offsets.size), np.uint64(plan.desc_a),
+                          np.uint64(plan.desc_b), ga, cupy.asarray(launch.c), gd,
+                          np.int32(launch.mode)),
+       shared_mem=plan.window_bytes + ALIGN)
+    return gd.get()
+
+
 def wgmma_regs(qualifier: str, a: np.ndarray, B: np.ndarray, c: np.ndarray, *, scale_d=1,
                scale_a=1, scale_b=1, trans_a=False, trans_b=False,
-               swizzle: str = "128B") -> np.ndarray:
+               swizzle: str | None = None) -> np.ndarray:
     """One wgmma per instruction on the GPU, same contract as `tcsim.wgmma_regs`: ``a`` A's
     registers (uint32 (..., 128, 4), A from registers) or the matrix A (from shared memory),
     ``B`` the matrix B, ``c`` the accumulator registers. ``swizzle``: the shared-memory layout
-    of the operands there ("128B", "64B", "32B" or "none")."""
+    of the operands there, "128B", "64B", "32B" or "none"; None: 128B where the tile allows
+    it (an MN-major tile must be whole swizzle atoms), else the widest that fits."""
     spec = parse_wgmma(qualifier)
     in_registers = np.asarray(a).dtype == np.uint32
     opts = check_options(spec, scale_d, scale_a, scale_b, trans_a, trans_b,
                          a_in_registers=in_registers)
     require_wgmma()
-    import cupy
-
-    a_source = "registers" if in_registers else "smem"
     fa, fc, fd = (wgmma_fragment(spec, op) for op in "acd")
     c = fc.check_registers(c)
-    if in_registers:
-        a = fa.check_registers(a)
-    else:
-        a = spec.format("a").to_bits(np.asarray(a))
+    a = fa.check_registers(a) if in_registers else spec.format("a").to_bits(np.asarray(a))
     b = spec.format("b").to_bits(np.asarray(B))
     batch = np.broadcast_shapes(np.shape(a)[:-2], b.shape[:-2], c.shape[:-2])
     n = int(np.prod(batch, dtype=np.int64))
     a, b, c = (np.broadcast_to(x, batch + x.shape[-2:]).reshape((n,) + x.shape[-2:])
                for x in (a, b, c))
-    plan = staging(spec.qualifier, a_source, opts.trans_a, opts.trans_b, swizzle)
-    fn = _compile((spec.qualifier, a_source))
-    mode = (opts.scale_d | (opts.scale_a == -1) << 1 | (opts.scale_b == -1) << 2
-            | opts.trans_a << 3 | opts.trans_b << 4)
-    chunks = plan.chunk_offsets.size
-    offsets = cupy.asarray(plan.chunk_offsets)
-    d = np.empty((n, 128, fd.registers), np.uint32)
-    per = 16 * chunks + 4 * 128 * (fc.registers + fd.registers + 4)
-    step = max(1, BATCH_BYTES // per)
-    for s in range(0, n, step):
-        e = min(n, s + step)
-        bt = _bytes_of(np.swapaxes(b[s:e], -1, -2), e - s)[:, plan.b_order]
-        parts = [bt] if in_registers else [_bytes_of(a[s:e], e - s)[:, plan.a_order], bt]
-        tiles = cupy.asarray(np.ascontiguousarray(np.concatenate(parts, axis=1)))
-        ga = cupy.asarray(np.ascontiguousarray(a[s:e])) if in_registers else \
-            cupy.zeros(1, cupy.uint32)
-        gc = cupy.asarray(np.ascontiguousarray(c[s:e]))
-        gd = cupy.empty((e - s, 128, fd.registers), cupy.uint32)
-        fn((e - s,), (128,), (tiles, offsets, np.int32(chunks), np.uint64(plan.desc_a),
-                              np.uint64(plan.desc_b), ga, gc, gd, np.int32(mode)),
-           shared_mem=plan.window_bytes + ALIGN)
-        d[s:e] = gd.get()
+    d = [_run(launch) for launch in _launches(spec, a, b, c, in_registers, opts, swizzle)]
+    d = np.concatenate(d) if d else np.empty((0, 128, fd.registers), np.uint32)
     return d.reshape(batch + (128, fd.registers))
 
 
 def wgmma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, scale_d=1,
           scale_a=1, scale_b=1, trans_a=False, trans_b=False, a_source: str = "smem",
-          swizzle: str = "128B") -> np.ndarray:
+          swizzle: str | None = None) -> np.ndarray:
     """``D = scale_d * C + (scale_a * A) @ (scale_b * B)`` computed by the GPU's wgmma; same
     contract as `tcsim.wgmma`. ``a_source``: "smem" (A read through a descriptor) or
     "registers"; ``swizzle``: the shared-memory layout of the operands there."""
@@ -219,7 +256,7 @@ def wgmma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, scale_
 
 
 def shared_bytes(spec: WgmmaSpec | str, a_source: str = "smem", trans_a: bool = False,
-                 trans_b: bool = False, swizzle: str = "128B") -> int:
+                 trans_b: bool = False, swizzle: str | None = None) -> int:
     """Dynamic shared memory one probe block asks for."""
     q = spec.qualifier if isinstance(spec, WgmmaSpec) else parse_wgmma(spec).qualifier
     return staging(q, a_source, trans_a, trans_b, swizzle).window_bytes + ALIGN
