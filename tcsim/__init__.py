@@ -20,6 +20,7 @@ from .isa.qualifier import MmaSpec, QualifierError, parse, supported_qualifiers
 from .isa.warp import Warp
 from .isa.wgmma import (
     WgmmaSpec,
+    is_wgmma_qualifier,
     parse_wgmma,
     supported_wgmma_qualifiers,
     wgmma,
@@ -45,7 +46,10 @@ _SUBMODULES = ("cli", "hw", "isa", "kernels", "memory")
 
 
 def fragment(qualifier: str, operand: str) -> FragmentMap:
-    """The fragment map of operand "a", "b", "c" or "d" of an mma.sync instruction."""
+    """The fragment map of operand "a", "b", "c" or "d" of an mma.sync instruction (of "a", "c"
+    or "d" of a wgmma: `wgmma_fragment`)."""
+    if is_wgmma_qualifier(qualifier):
+        return wgmma_fragment(qualifier, operand)
     return mma_fragment(qualifier, operand)
 
 

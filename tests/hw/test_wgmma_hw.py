@@ -73,11 +73,11 @@ def _options(spec, a_source: str, rng) -> tuple[dict, str]:
         opts["trans_b"] = bool(rng.random() < 0.5)
         if a_source == "smem":
             opts["trans_a"] = bool(rng.random() < 0.5)
-    swizzle = str(rng.choice(SWIZZLES))
+    swizzle: str | None = str(rng.choice(SWIZZLES))
     for flag, rows in (("trans_a", spec.m), ("trans_b", spec.n)):  # MN-major: whole atoms
         if opts.get(flag) and swizzle != "none" and (rows * 2) % {"128B": 128, "64B": 64,
                                                                   "32B": 32}[swizzle]:
-            swizzle = "none"
+            swizzle = None  # tcsim.hw picks the widest swizzle each tile fills
     return opts, swizzle
 
 

@@ -143,6 +143,11 @@ def test_pack_unpack_round_trip(qualifier, operand, rng):
     assert sorted(set(map(int, frag.lane_of.ravel()))) == list(range(128))
 
 
+def test_tcsim_fragment_answers_for_wgmma_qualifiers():
+    assert tcsim.fragment("m64n24k16.f16.f16.f16", "d") is wgmma_fragment(
+        "m64n24k16.f16.f16.f16", "d")
+
+
 def test_b_has_no_register_fragment():
     with pytest.raises(ValueError, match="shared memory"):
         wgmma_fragment("m64n8k16.f32.f16.f16", "b")
