@@ -96,7 +96,7 @@ class _Fp8Record:
         self.log2_error = []  # log2(|hw - sim| / largest |term|) of finite mismatches
         self.elements = self.mismatching = 0
 
-    def add(self, spec, opts, A, B, C, D_hw, D_sim, rng):
+    def add(self, spec, opts, dist, A, B, C, D_hw, D_sim, rng):
         fd = spec.format("d")
         bad = D_hw != D_sim
         self.elements += bad.size
@@ -113,6 +113,7 @@ class _Fp8Record:
                 self.keep[label].append({
                     "qualifier": np.array([spec.qualifier] * i.size),
                     "options": np.array([json.dumps(opts)] * i.size),
+                    "distribution": np.array([dist] * i.size),
                     "a_row": A[i, r, :], "b_col": B[i, :, c], "c": C[i, r, c],
                     "hw": D_hw[i, r, c], "sim": D_sim[i, r, c]})
         i, r, c = np.nonzero(bad)
@@ -173,6 +174,7 @@ def test_random_instructions_agree_bit_for_bit(family, hw, rng):
     fp8 = _Fp8Record() if family == "fp8" else None
     sample_rng = np.random.default_rng(int(rng.integers(2**32)))  # rng is the helper's
     tried, mismatching, t_hw, t_sim, failures = 0, 0, 0.0, 0.0, []
+    by = {"distribution": {}, "qualifier": {}}  # name -> [instructions, mismatching]
     for qualifier, a_source, dist, opts, swizzle, A, B, C, operands in _prefetched(
             _batches(family, rng)):
         spec = parse_wgmma(qualifier)
@@ -185,10 +187,14 @@ def test_random_instructions_agree_bit_for_bit(family, hw, rng):
         t_hw, t_sim, tried = t_hw + t1 - t0, t_sim + t2 - t1, tried + n
         bad = np.flatnonzero((d_hw != d_sim).reshape(n, -1).any(axis=1))
         mismatching += bad.size
+        for kind, name in (("distribution", dist), ("qualifier", qualifier)):
+            counts = by[kind].setdefault(name, [0, 0])
+            counts[0] += n
+            counts[1] += int(bad.size)
         fd = wgmma_fragment(spec, "d")
         if fp8 is not None:
             D_hw, D_sim = (fd.scatter_bits(fd.from_registers(x)) for x in (d_hw, d_sim))
-            fp8.add(spec, opts, A, B, C, D_hw, D_sim, sample_rng)
+            fp8.add(spec, opts, dist, A, B, C, D_hw, D_sim, sample_rng)
         if bad.size and len(failures) < 20:
             i = bad[0]
             D_hw, D_sim = (fd.scatter_bits(fd.from_registers(x[i])) for x in (d_hw, d_sim))
@@ -200,7 +206,8 @@ def test_random_instructions_agree_bit_for_bit(family, hw, rng):
                 f"b_col={B[i, :, col].tolist()} c={int(C[i, r, col])}")
     _log({"test": "wgmma_random", "family": family, "instructions": tried,
           "mismatching": mismatching, "kernels": len(_probes(family)),
-          "hw_seconds": round(t_hw, 2), "sim_seconds": round(t_sim, 2)})
+          "hw_seconds": round(t_hw, 2), "sim_seconds": round(t_sim, 2),
+          "instructions_mismatching_by": by})
     if fp8 is not None:
         fp8.save(sorted({q for q, _ in _probes(family)}))
     assert not failures, "\n".join(failures)
