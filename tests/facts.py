@@ -110,6 +110,11 @@ FACTS = [
     Fact("tf32_low_bits_truncated", K8_TF32, (np.uint32(0x3F801FFF).view(np.float32),), (1.0,),
          0.0, 0x3F800000, "1 + 8191 * 2**-23 reads as tf32 1.0: the low 13 bits are dropped, "
          "not rounded"),
+    Fact("zero_products_keep_a_tiny_accumulator", "m16n8k16.row.col.f32.f16.f16.f32",
+         (0.0,) * 16, (2.0**15,) * 16, 2.0**-100, 0x0D800000,
+         "every product is 0 (zero A, large B): zeros leave the alignment, whose floor is -133, "
+         "so C = 2**-100 sets it and passes exactly (the engine once let the zero products' "
+         "placeholder exponent, near -45, align C away to +0)"),
     # m8n8k4 on sm_90 is an FFMA sequence (tcsim.isa.quad_pair, notes/m8n8k4-sass.md).
     Fact("quad_pair_f32_adds_c_last", QP_F32, (2.0**-12,) * 4, (2.0**-12,) * 4, 1.0,
          0x3F800002, "the products chain from +0 to 4 * 2**-24 = 2**-22 before C = 1 joins: "

@@ -112,7 +112,15 @@ def fused_step(
     for g in range(1, a.shape[0]):
         np.add(a_exponent[g][:, None, :], b_exponent[g][None, :, :], out=pair)
         np.maximum(products, pair, out=products)
-    emax = np.maximum(acc_exponent, products, out=products).astype(np.int32)
+    # A pair with a zero factor sums to at most zero_sentinel + the largest exponent field,
+    # below every real product but not below every accumulator (f32 C reaches -149): a max
+    # below the smallest real product means all G products are zero, and then only the
+    # accumulator (and the zero floor) may set the alignment.
+    only_zeros = products < plan.smallest_product_exponent
+    emax = np.maximum(acc_exponent, products, out=products)
+    if only_zeros.any():
+        np.copyto(emax, np.broadcast_to(acc_exponent, emax.shape), where=only_zeros)
+    emax = emax.astype(np.int32)
     if zero_exponent is not None:
         # A zero product needs a zero factor, so "any zero term" separates into rows,
         # columns and the accumulator.
