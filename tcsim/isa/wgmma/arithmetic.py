@@ -1,9 +1,10 @@
 """wgmma's arithmetic on matrices of bit patterns: ``D = scale_d * C + (sa A) @ (sb B)``.
 
 `wgmma_bits` takes A (..., 64, K), B (..., K, N) and C (..., 64, N) as bit patterns and returns
-D's. Options first: ``scale_d = 0`` replaces C by +0 (the hypothesis the hw tests check);
-``scale_a = -1`` / ``scale_b = -1`` flip the sign bit of every element of A / B, which negates
-exactly. Then one of three engines (`tcsim.isa.wgmma.numerics` says what each rests on):
+D's. Options first: ``scale_d = 0`` replaces C by +0 (as the H100 does:
+tests/hw/test_wgmma_hw.py); ``scale_a = -1`` / ``scale_b = -1`` flip the sign bit of every
+element of A / B, which negates exactly. Then one of three engines
+(`tcsim.isa.wgmma.numerics` says what each rests on):
 
 - f16, bf16, tf32: the mma.sync engine (`tcsim.isa.mma.mma_bits`) on the equivalent m16n8k16 or
   m16n8k8 instructions, one per 16 rows and 8 columns;
