@@ -1,7 +1,9 @@
-"""Simulated mma.sync instructions per second on the CPU, batched.
+"""Simulated mma.sync (and wgmma) instructions per second on the CPU, batched.
 
     python benchmarks/bench_mma.py [--count N] [--repeat R] [--qualifier Q ...]
 
+wgmma qualifiers ("m64n256k16.f32.f16.f16") are timed at matrix level only; give them a
+smaller --count (a wgmma m64n256k16 is 128 m16n8k16 instructions' worth of work).
 For each qualifier: draw N random warp instructions ("normal" operands), then time tcsim.mma
 (matrix level) and tcsim.mma_regs (register level) R times each and report the best rate of
 warp instructions (an m8n8k4 warp instruction is four quad-pair products).
@@ -44,10 +46,15 @@ def main() -> None:
           f"threads {thread_count()}, numpy {np.__version__}")
     print(f"{'qualifier':38s} {'mma/s':>12s} {'mma_regs/s':>12s}")
     for q in args.qualifier:
-        spec = tcsim.parse(q)
+        wgmma = q.startswith(("wgmma", "m64"))  # wgmma: matrix level only
+        spec = tcsim.parse_wgmma(q) if wgmma else tcsim.parse(q)
         dist = "uniform_bits" if spec.integer else "normal"
         A, B, C = (spec.format(o).from_bits(x)
-                   for o, x in zip("abc", samples.draw(q, dist, args.count, rng)))
+                   for o, x in zip("abc", samples.draw(spec, dist, args.count, rng)))
+        if wgmma:
+            r_mat = rate(partial(tcsim.wgmma, q, A, B, C), args.count, args.repeat)
+            print(f"{q:38s} {r_mat:12,.1f} {'-':>12s}")
+            continue
         frags = [tcsim.fragment(q, o) for o in "abc"]
         a, b, c = (f.pack(x) for f, x in zip(frags, (A, B, C)))
         per = spec.products_per_warp  # m8n8k4: 4 products per warp instruction
