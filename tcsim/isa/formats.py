@@ -19,8 +19,31 @@ Rounding = Literal["rn", "rz"]
 Overflow = Literal["ieee", "inf", "saturate"]
 
 
+class _Stored:
+    """How a format's values sit in a register slot: its numpy dtype and unsigned storage type.
+
+    Needs ``name``, ``storage_bits`` and ``dtype``.
+    """
+
+    @property
+    def uint(self) -> type:
+        return _UINT[self.storage_bits]
+
+    def to_bits(self, values: np.ndarray) -> np.ndarray:
+        """Bit patterns of an array of this format's numpy dtype (tf32: float32, bits as given)."""
+        values = np.asarray(values)
+        if values.dtype != self.dtype:
+            raise TypeError(
+                f"{self.name} operand must have dtype {self.dtype.name}, got {values.dtype.name}"
+            )
+        return values.view(self.uint)
+
+    def from_bits(self, bits: np.ndarray) -> np.ndarray:
+        return np.asarray(bits).astype(self.uint, copy=False).view(self.dtype)
+
+
 @dataclass(frozen=True, eq=False)
-class FloatFormat:
+class FloatFormat(_Stored):
     """A binary floating-point format as stored in a register slot.
 
     ``ignored_low_bits`` is for tf32: the value sits in an f32 container and the tensor core
@@ -54,10 +77,6 @@ class FloatFormat:
         return self.bias + int(self.nan_only)
 
     @property
-    def uint(self) -> type:
-        return _UINT[self.storage_bits]
-
-    @property
     def _layout(self) -> tuple[int, int, int]:
         """(sign shift, exponent shift, fraction mask) within the storage word."""
         frac_shift = self.ignored_low_bits
@@ -81,20 +100,6 @@ class FloatFormat:
         # e4m3: the all-ones significand of the top binade is NaN, so one step below it.
         top = (2 << self.fraction_bits) - 1 - int(self.nan_only)
         return float(top * 2.0 ** (self.emax - self.fraction_bits))
-
-    # ---- arrays <-> bit patterns -------------------------------------------------------------
-
-    def to_bits(self, values: np.ndarray) -> np.ndarray:
-        """Bit patterns of an array of this format's numpy dtype (tf32: float32, bits as given)."""
-        values = np.asarray(values)
-        if values.dtype != self.dtype:
-            raise TypeError(
-                f"{self.name} operand must have dtype {self.dtype.name}, got {values.dtype.name}"
-            )
-        return values.view(self.uint)
-
-    def from_bits(self, bits: np.ndarray) -> np.ndarray:
-        return np.asarray(bits).astype(self.uint, copy=False).view(self.dtype)
 
     # ---- decoding ----------------------------------------------------------------------------
 
@@ -313,7 +318,7 @@ E5M2 = FloatFormat("e5m2", 5, 2, 8, np.dtype(ml_dtypes.float8_e5m2))
 
 
 @dataclass(frozen=True, eq=False)
-class IntFormat:
+class IntFormat(_Stored):
     """A two's-complement or unsigned integer as stored in a register slot (s8, u8, s32)."""
 
     name: str
@@ -324,23 +329,8 @@ class IntFormat:
         return f"IntFormat({self.name})"
 
     @property
-    def uint(self) -> type:
-        return _UINT[self.storage_bits]
-
-    @property
     def signed(self) -> bool:
         return self.dtype.kind == "i"
-
-    def to_bits(self, values: np.ndarray) -> np.ndarray:
-        values = np.asarray(values)
-        if values.dtype != self.dtype:
-            raise TypeError(
-                f"{self.name} operand must have dtype {self.dtype.name}, got {values.dtype.name}"
-            )
-        return values.view(self.uint)
-
-    def from_bits(self, bits: np.ndarray) -> np.ndarray:
-        return np.asarray(bits).astype(self.uint, copy=False).view(self.dtype)
 
     def values(self, bits: np.ndarray, dtype: type = np.int64) -> np.ndarray:
         return self.from_bits(bits).astype(dtype)

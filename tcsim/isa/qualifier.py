@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from .formats import FloatFormat, format_named
+from .formats import FloatFormat, IntFormat, format_named
 
 PREFIX = "mma.sync.aligned."
 
@@ -30,8 +30,9 @@ _SHAPES = {
 _ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "tf32": ("f32",),
                  "fp8": ("f16", "f32"), "int8": ("s32",)}
 # A and B of one family may differ in type (e4m3 x e5m2, s8 x u8); the others take one type.
-_FAMILY = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "fp8", "e5m2": "fp8",
-           "s8": "int8", "u8": "int8"}
+FAMILY_OF = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "fp8", "e5m2": "fp8",
+             "s8": "int8", "u8": "int8"}
+_FAMILY = FAMILY_OF
 _MEMBERS = {"fp8": ("e4m3", "e5m2"), "int8": ("s8", "u8")}
 SATFINITE = "satfinite"
 
@@ -40,8 +41,41 @@ class QualifierError(ValueError):
     """A qualifier string that names no instruction tcsim supports."""
 
 
+class OperandTypes:
+    """What mma.sync and wgmma specs share: the shape and the operands' types and formats.
+
+    Needs ``m``, ``n``, ``k`` and ``a_type``, ``b_type``, ``c_type``, ``d_type``.
+    """
+
+    @property
+    def shape(self) -> str:
+        return f"m{self.m}n{self.n}k{self.k}"
+
+    def format(self, operand: str) -> FloatFormat | IntFormat:
+        return format_named(getattr(self, f"{_operand(operand)}_type"))
+
+    def matrix_shape(self, operand: str) -> tuple[int, int]:
+        """(rows, cols) of an operand's matrix: A is M x K, B is K x N, C and D are M x N."""
+        return {"a": (self.m, self.k), "b": (self.k, self.n)}.get(
+            _operand(operand), (self.m, self.n)
+        )
+
+    @property
+    def input_type(self) -> str:
+        return self.a_type
+
+    @property
+    def family(self) -> str:
+        """The input family an arch profile keys its rules by: f16, bf16, tf32, fp8 or int8."""
+        return FAMILY_OF[self.a_type]
+
+    @property
+    def integer(self) -> bool:
+        return self.family == "int8"
+
+
 @dataclass(frozen=True)
-class MmaSpec:
+class MmaSpec(OperandTypes):
     """One mma.sync instruction: shape, operand layouts and operand formats."""
 
     qualifier: str
@@ -62,32 +96,6 @@ class MmaSpec:
         return PREFIX + self.qualifier
 
     @property
-    def shape(self) -> str:
-        return f"m{self.m}n{self.n}k{self.k}"
-
-    def format(self, operand: str) -> FloatFormat:
-        return format_named(getattr(self, f"{_operand(operand)}_type"))
-
-    def matrix_shape(self, operand: str) -> tuple[int, int]:
-        """(rows, cols) of an operand's matrix: A is M x K, B is K x N, C and D are M x N."""
-        return {"a": (self.m, self.k), "b": (self.k, self.n)}.get(
-            _operand(operand), (self.m, self.n)
-        )
-
-    @property
-    def input_type(self) -> str:
-        return self.a_type
-
-    @property
-    def family(self) -> str:
-        """The input family an arch profile keys its rules by: f16, bf16, tf32, fp8 or int8."""
-        return _FAMILY[self.a_type]
-
-    @property
-    def integer(self) -> bool:
-        return self.family == "int8"
-
-    @property
     def products_per_warp(self) -> int:
         """m8n8k4: a warp computes 4 independent products (one per quad-pair); others: 1."""
         return 4 if (self.m, self.n, self.k) == QUAD_PAIR else 1
@@ -99,7 +107,7 @@ class MmaSpec:
 
 
 def _operand(name: str) -> str:
-    op = name.lower()
+    op = name.lower() if isinstance(name, str) else None
     if op not in ("a", "b", "c", "d"):
         raise ValueError(f"operand must be 'a', 'b', 'c' or 'd', got {name!r}")
     return op

@@ -23,8 +23,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from ..formats import FloatFormat, IntFormat, format_named
-from ..qualifier import SATFINITE, QualifierError
+from ..qualifier import FAMILY_OF, SATFINITE, OperandTypes, QualifierError
 
 PREFIX = "wgmma.mma_async.sync.aligned."
 M = 64  # every wgmma is 64 rows: four warps of 16
@@ -40,13 +39,12 @@ FAMILIES: dict[str, tuple[int, tuple[int, ...], tuple[str, ...], tuple[str, ...]
     "fp8": (32, DENSE_N, ("f16", "f32"), ("e4m3", "e5m2")),
     "int8": (32, INT8_N, ("s32",), ("s8", "u8")),
 }
-FAMILY_OF = {t: family for family, (_, _, _, members) in FAMILIES.items() for t in members}
 _SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)$")
 _EXAMPLE = "for example 'm64n128k16.f32.f16.f16' or 'm64n64k32.satfinite.s32.s8.u8'"
 
 
 @dataclass(frozen=True)
-class WgmmaSpec:
+class WgmmaSpec(OperandTypes):
     """One wgmma.mma_async instruction: shape, types and saturation.
 
     It answers the questions an `tcsim.isa.qualifier.MmaSpec` answers (``format``,
@@ -68,26 +66,9 @@ class WgmmaSpec:
         return PREFIX + self.qualifier
 
     @property
-    def shape(self) -> str:
-        return f"m{self.m}n{self.n}k{self.k}"
-
-    @property
     def c_type(self) -> str:
         """C is the D registers themselves: the same type."""
         return self.d_type
-
-    @property
-    def input_type(self) -> str:
-        return self.a_type
-
-    @property
-    def family(self) -> str:
-        """f16, bf16, tf32, fp8 or int8."""
-        return FAMILY_OF[self.a_type]
-
-    @property
-    def integer(self) -> bool:
-        return self.family == "int8"
 
     @property
     def transposable(self) -> bool:
@@ -104,27 +85,11 @@ class WgmmaSpec:
         """One product per instruction (the mma.sync spec's m8n8k4 notion; for samples)."""
         return 1
 
-    def format(self, operand: str) -> FloatFormat | IntFormat:
-        op = _operand(operand)
-        return format_named(self.d_type if op in "cd" else getattr(self, f"{op}_type"))
-
-    def matrix_shape(self, operand: str) -> tuple[int, int]:
-        """(rows, cols): A is 64 x K, B is K x N, C and D are 64 x N."""
-        return {"a": (self.m, self.k), "b": (self.k, self.n)}.get(
-            _operand(operand), (self.m, self.n))
-
     def kernel_name(self, a_source: str = "smem") -> str:
         """Name of this instruction's probe kernel in tcsim/hw/wgmma_probes.cu: A from shared
         memory (``"smem"``, the SS form) or from registers (``"registers"``, RS)."""
         form = {"smem": "ss", "registers": "rs"}[a_source]
         return "probe_wgmma_" + self.qualifier.replace(".", "_") + "_" + form
-
-
-def _operand(name: str) -> str:
-    op = name.lower() if isinstance(name, str) else None
-    if op not in ("a", "b", "c", "d"):
-        raise ValueError(f"operand must be 'a', 'b', 'c' or 'd', got {name!r}")
-    return op
 
 
 def is_wgmma_qualifier(qualifier) -> bool:
