@@ -159,6 +159,12 @@ def render() -> tuple[str, dict[str, str]]:
             frag = mma_fragment(qualifier, operand)
             heading = f"{qualifier} {operand.upper()} ({frag.format.name})"
             lines += _entry(frag, heading, users[_key(frag)], figures)
+    lines += ["## wgmma (warpgroups of 128 lanes)", "",
+              "wgmma's accumulator and A-from-registers maps span the four warps of a "
+              "warpgroup: warp w holds rows 16w .. 16w + 15 in the m16n8 pattern above, "
+              "repeated for every 8 columns. They are tabulated, from the same `FragmentMap` "
+              "data the simulator and the probes use, in [wgmma.md](wgmma.md) "
+              "(`tcsim.wgmma_fragment(qualifier, operand)`).", ""]
     lines += ["## ldmatrix and stmatrix", "", LDMATRIX_TEXT, ""]
     for matrices in (1, 2, 4):
         for transpose in (False, True):
