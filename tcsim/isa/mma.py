@@ -184,17 +184,17 @@ def _execute(spec: MmaSpec, rule: AdderRule, n: int, load, store) -> None:
     for_each_chunk(n, lambda s, e: store(s, e, engine.run(*load(s, e))))
 
 
-def for_each_chunk(n: int, work) -> None:
+def for_each_chunk(n: int, work, chunk: int = CHUNK) -> None:
     """``work(s, e)`` for the chunks [s, e) of ``n`` instructions, on the thread pool when
     there are four chunks or more (so a call on at most three chunks, as a worker makes it,
     never waits for the pool)."""
-    starts = range(0, n, CHUNK)
+    starts = range(0, n, chunk)
     pool = _pool()
     if pool is None or len(starts) < 4:
         for s in starts:
-            work(s, min(n, s + CHUNK))
+            work(s, min(n, s + chunk))
     else:
-        list(pool.map(lambda s: work(s, min(n, s + CHUNK)), starts))
+        list(pool.map(lambda s: work(s, min(n, s + chunk)), starts))
 
 
 # Default thread cap: every numpy call passes the GIL, and past about 8 threads the handoffs

@@ -22,7 +22,7 @@ from ..adder import WorkPlan, fused_step
 from ..allocator import tune_allocator
 from ..formats import FloatFormat
 from ..integer_mma import integer_mma_bits
-from ..mma import _pool, mma_bits
+from ..mma import for_each_chunk, mma_bits
 from ..qualifier import parse
 from .numerics import WgmmaNumerics
 from .spec import WgmmaSpec
@@ -118,8 +118,7 @@ def _fused_bits(spec: WgmmaSpec, A, B, C, numerics: WgmmaNumerics) -> np.ndarray
     D = np.empty((n, spec.m, spec.n), fd.uint)
     chunk = max(1, FP8_CHUNK_ELEMENTS // (spec.m * spec.n))
 
-    def work(s: int) -> None:
-        e = min(n, s + chunk)
+    def work(s: int, e: int) -> None:
         a, ea = _decoded(fa, A[s:e].transpose(2, 1, 0), plan.zero_sentinel)  # (K, M, c)
         b, eb = _decoded(fb, B[s:e].transpose(1, 2, 0), plan.zero_sentinel)  # (K, N, c)
         acc, eacc = _decoded(fd, C[s:e].transpose(1, 2, 0), plan.accumulator_zero)
@@ -131,13 +130,7 @@ def _fused_bits(spec: WgmmaSpec, A, B, C, numerics: WgmmaNumerics) -> np.ndarray
             bits &= np.uint32(numerics.fp8_f32_mask)
         D[s:e] = bits.transpose(2, 0, 1)
 
-    starts = range(0, n, chunk)
-    pool = _pool()
-    if pool is None or len(starts) < 4:
-        for s in starts:
-            work(s)
-    else:
-        list(pool.map(work, starts))
+    for_each_chunk(n, work, chunk)
     _special_bits(spec, A, B, C, D, rule.nan_bits[spec.d_type])
     return D
 
