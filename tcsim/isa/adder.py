@@ -96,21 +96,25 @@ def fused_step(
 ) -> tuple[np.ndarray, np.ndarray]:
     """One fused addition of the G products ``a[g] * b[g]`` and an accumulator.
 
-    Operands come batch-last: ``a`` (G, M, n) and ``b`` (G, N, n) exact values in ``plan.work``
-    with their exponent fields ``a_exponent``, ``b_exponent`` (``plan.exponent``, zeros at
-    ``plan.zero_sentinel``); ``acc`` (M, N, n) exact float32 values with exponent fields
-    ``acc_exponent`` (``plan.exponent``, zeros at ``plan.accumulator_zero``). When
+    ``a`` (G, ...) and ``b`` (G, ...) hold exact values in ``plan.work`` with their exponent
+    fields ``a_exponent``, ``b_exponent`` (``plan.exponent``, zeros at ``plan.zero_sentinel``);
+    each ``a[g]`` and ``b[g]`` broadcast together to the shape of the outputs, so the caller
+    picks the memory order (batch-last ``a[:, :, None, :]`` with ``b[:, None, :, :]`` for many
+    small instructions, batch-first rows and columns for wide ones). ``acc`` has the outputs'
+    shape: exact float32 values with exponent fields ``acc_exponent`` (``plan.exponent``, zeros
+    at ``plan.accumulator_zero``). When
     ``zero_exponent`` is set, any zero term brings ``zero_exponent`` to the alignment (callers
     pass None when that floor can never exceed a nonzero term's exponent); otherwise zeros drop
     out of it.
 
-    Returns ``(total, emax)`` (M, N, n): the exact sum is ``total * 2**(emax - fraction_bits)``.
+    Returns ``(total, emax)`` in the outputs' shape: the exact sum is
+    ``total * 2**(emax - fraction_bits)``.
     """
     # emax[m, n] = max over g of a_exponent[g, m] + b_exponent[g, n], and the accumulator's.
-    products = np.add(a_exponent[0][:, None, :], b_exponent[0][None, :, :])
+    products = np.add(a_exponent[0], b_exponent[0])
     pair = np.empty_like(products)
     for g in range(1, a.shape[0]):
-        np.add(a_exponent[g][:, None, :], b_exponent[g][None, :, :], out=pair)
+        np.add(a_exponent[g], b_exponent[g], out=pair)
         np.maximum(products, pair, out=products)
     # A pair with a zero factor sums to at most zero_sentinel + the largest exponent field,
     # below every real product but not below every accumulator (f32 C reaches -149): a max
@@ -125,8 +129,8 @@ def fused_step(
         # A zero product needs a zero factor, so "any zero term" separates into rows,
         # columns and the accumulator.
         has_zero = (
-            plan.is_zero(a_exponent).any(axis=0)[:, None, :]
-            | plan.is_zero(b_exponent).any(axis=0)[None, :, :]
+            plan.is_zero(a_exponent).any(axis=0)
+            | plan.is_zero(b_exponent).any(axis=0)
             | (acc_exponent == plan.accumulator_zero)
         )
         np.maximum(emax, zero_exponent, out=emax, where=has_zero)
@@ -157,7 +161,7 @@ def _power_of_two(exponent: np.ndarray, highest: int, dtype: type) -> np.ndarray
 
 
 def _sum_truncated_products(a, b, scale, fraction_bits, acc_term) -> np.ndarray:
-    """acc_term + sum over g of trunc(a[g] * b[g] * scale), exactly, as ints (M, N, n).
+    """acc_term + sum over g of trunc(a[g] * b[g] * scale), exactly, as ints (outputs' shape).
 
     ``scale`` is a power of two in a's dtype, per output element.
 
@@ -167,12 +171,22 @@ def _sum_truncated_products(a, b, scale, fraction_bits, acc_term) -> np.ndarray:
     """
     groups = a.shape[0]
     term_bound = 1 << (fraction_bits + 2)
-    block = max(1, ((1 << 31) - term_bound // 2) // term_bound)
     term = np.empty(scale.shape, a.dtype)
+    if a.dtype == np.float32 and (groups + 1) * term_bound <= 1 << 24:
+        # Narrow sums (fp8): every partial sum is an integer below 2**24, exact in float32,
+        # and truncating in float32 is faster than a converting add.
+        part = acc_term.astype(np.float32)
+        for g in range(groups):
+            np.multiply(a[g], b[g], out=term)
+            term *= scale
+            np.trunc(term, out=term)
+            part += term
+        return part.astype(np.int32)
+    block = max(1, ((1 << 31) - term_bound // 2) // term_bound)
     part = acc_term
     total = part if groups <= block else np.zeros(scale.shape, np.int64)
     for g in range(groups):
-        np.multiply(a[g][:, None, :], b[g][None, :, :], out=term)
+        np.multiply(a[g], b[g], out=term)
         term *= scale  # exact: a power of two, and no scaled product is subnormal unless < 1
         # The cast to int32 truncates toward zero.
         np.add(part, term, out=part, dtype=np.int32, casting="unsafe")

@@ -279,8 +279,8 @@ class _Engine:
             g = slice(start, min(start + rule.group_size, k))
             with np.errstate(invalid="ignore", over="ignore"):
                 total, emax = fused_step(
-                    a[g], ea[g], b[g], eb[g], acc, acc_e, F, self.plan, self.zero_exponent
-                )
+                    a[g, :, None], ea[g, :, None], b[g, None], eb[g, None], acc, acc_e, F,
+                    self.plan, self.zero_exponent)
             special = _special_outputs(a_special, b_special, acc_special, g, total.shape)
             if special is not None:
                 total[special] = 0

@@ -31,6 +31,7 @@ from .spec import WgmmaSpec
 # bounds on the temporaries, which stay near L2's size.
 MMA_SYNC_BATCH = 1 << 16
 FP8_CHUNK_ELEMENTS = 1 << 16
+BATCH_LAST_BELOW_N = 32
 
 
 def wgmma_bits(spec: WgmmaSpec, A: np.ndarray, B: np.ndarray, C: np.ndarray,
@@ -117,18 +118,30 @@ def _fused_bits(spec: WgmmaSpec, A, B, C, numerics: WgmmaNumerics) -> np.ndarray
     n = A.shape[0]
     D = np.empty((n, spec.m, spec.n), fd.uint)
     chunk = max(1, FP8_CHUNK_ELEMENTS // (spec.m * spec.n))
+    # numpy's inner loops run along the last axis: N when it is wide, else the batch.
+    batch_last = spec.n < BATCH_LAST_BELOW_N
 
     def work(s: int, e: int) -> None:
-        a, ea = _decoded(fa, A[s:e].transpose(2, 1, 0), plan.zero_sentinel)  # (K, M, c)
-        b, eb = _decoded(fb, B[s:e].transpose(1, 2, 0), plan.zero_sentinel)  # (K, N, c)
-        acc, eacc = _decoded(fd, C[s:e].transpose(1, 2, 0), plan.accumulator_zero)
+        # Contiguous operands, so that every loop of the fused step runs at unit stride.
+        if batch_last:  # a (K, M, 1, c), b (K, 1, N, c), acc (M, N, c)
+            order_a, order_b, order_c = (2, 1, 0), (1, 2, 0), (1, 2, 0)
+        else:  # a (K, c, M, 1), b (K, c, 1, N), acc (c, M, N)
+            order_a, order_b, order_c = (2, 0, 1), (1, 0, 2), (0, 1, 2)
+        a, ea = _decoded(fa, np.ascontiguousarray(A[s:e].transpose(order_a)), plan.zero_sentinel)
+        b, eb = _decoded(fb, np.ascontiguousarray(B[s:e].transpose(order_b)), plan.zero_sentinel)
+        acc, eacc = _decoded(fd, np.ascontiguousarray(C[s:e].transpose(order_c)),
+                             plan.accumulator_zero)
+        if batch_last:
+            a, ea, b, eb = a[:, :, None], ea[:, :, None], b[:, None], eb[:, None]
+        else:
+            a, ea, b, eb = a[..., None], ea[..., None], b[:, :, None], eb[:, :, None]
         total, emax = fused_step(a, ea, b, eb, acc, eacc, F, plan, None)
         bits = fd.round_scaled(total, emax - F, rule.output_rounding[spec.d_type],
                                rule.overflow[spec.d_type], rule.subnormal_outputs,
                                negative_zero=rule.negative_zero)
         if spec.d_type == "f32":
             bits &= np.uint32(numerics.fp8_f32_mask)
-        D[s:e] = bits.transpose(2, 0, 1)
+        D[s:e] = bits.transpose(2, 0, 1) if batch_last else bits
 
     for_each_chunk(n, work, chunk)
     _special_bits(spec, A, B, C, D, rule.nan_bits[spec.d_type])
