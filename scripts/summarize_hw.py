@@ -55,7 +55,10 @@ for r in rows:
         print(f"wgmma: {r['kernels']} probe kernels compiled in {r['seconds']} s on {r['gpu']}")
     elif r["test"] == "wgmma_random":
         print(f"wgmma {r['family']:5s} {r['instructions']:9,d} instructions, "
-              f"{r['mismatching']} mismatching (gpu {r['hw_seconds']} s, sim {r['sim_seconds']} s)")
+              f"{r['mismatching']} mismatching, {r.get('qualifiers', '?')} qualifiers in "
+              f"{r['kernels']} kernels (wall {r.get('wall_seconds', '?')} s: gpu "
+              f"{r['hw_seconds']} s, sim {r['sim_seconds']} s on {r.get('workers', 1)} workers, "
+              f"compile {r.get('compile_seconds', '?')} s)")
     elif r["test"] == "wgmma_fp8_errors":
         print(f"wgmma fp8 elements: {r['mismatching']:,} of {r['elements']:,} differ; "
               f"log2(error / largest term) max {r['log2_error_max']}, "

@@ -2,35 +2,38 @@
 
 Run on an H100 with ``pytest -m hw tests/hw/test_wgmma_hw.py`` (``bash scripts/gpu_check.sh
 wgmma``). ``TCSIM_HW_WGMMA_COUNT`` sets the random instructions per family (default 20,000),
-spread over the family's probe kernels (tcsim/hw/wgmma_probes.py: every type pair, N from 8 to
-256 with odd ones, A from shared memory and from registers), every operand distribution of
-tcsim.isa.samples, and per batch a random choice of swizzle (128B mostly, 64B, 32B, none),
-scale-d, negations and, for f16/bf16, transposes. ``TCSIM_HW_LOG`` (JSON lines) receives the
-counts, timings and the facts; for fp8, whose rule is a hypothesis (MMA-Sim's 13-bit model),
-the test logs the mismatch rate and the error distribution before it asserts, and writes the
-mismatching elements (and a sample of matching ones) with their inputs to
-``wgmma_fp8_elements.npz`` beside the log, the data to fit the rule with if it is wrong.
+spread over a probe kernel for every qualifier of the family (every legal N and type
+combination; tcsim/hw/wgmma_probes.py generates them) with A from shared memory and from
+registers, every operand distribution of tcsim.isa.samples, and per batch a random choice of
+swizzle (128B mostly, 64B, 32B, none), scale-d, negations and, for f16/bf16, transposes. The GPU
+runs here; the simulator runs in ``TCSIM_HW_WORKERS`` processes (default: the cores less two;
+tests/wgmma_batches.py). ``TCSIM_HW_LOG`` (JSON lines) receives the counts, timings and the
+facts; for fp8 the test logs the mismatch rate and the error distribution before it asserts,
+and writes mismatching elements (those of the first few mismatching instructions of each batch)
+and a sample of matching ones, with their inputs, to ``wgmma_fp8_elements.npz`` beside the log:
+the data to fit the rule with, should it ever fail.
 """
 
 import json
+import multiprocessing
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+import wgmma_batches
 from wgmma_facts import FACTS, fact_result
 
 import tcsim
-from tcsim.isa import samples
 from tcsim.isa.wgmma import parse_wgmma, wgmma_fragment
 
 pytestmark = pytest.mark.hw
 
 COUNT = int(os.environ.get("TCSIM_HW_WGMMA_COUNT", 20_000))
 FAMILIES = ("f16", "bf16", "tf32", "fp8", "int8")
-SWIZZLES = ("128B", "128B", "128B", "none", "64B", "32B")
 KEEP_MISMATCHES, KEEP_MATCHES = 50_000, 20_000
 
 
@@ -45,47 +48,12 @@ def _log(record: dict) -> None:
 def hw():
     from tcsim import hw
     from tcsim.hw import warpgroup as runner
-    from tcsim.hw.wgmma_probes import PROBES
 
     try:
         runner.require_wgmma()
     except hw.HardwareUnavailable as error:
         pytest.skip(str(error))
-    start = time.perf_counter()
-    runner.prepare(PROBES)
-    _log({"test": "wgmma_compile", "kernels": len(PROBES),
-          "seconds": round(time.perf_counter() - start, 2), "gpu": hw.device_name()})
     return runner
-
-
-def _probes(family: str) -> list[tuple[str, str]]:
-    from tcsim.hw.wgmma_probes import PROBES
-
-    return [(q, a) for q, a in PROBES if parse_wgmma(q).family == family]
-
-
-def _options(spec, a_source: str, rng) -> tuple[dict, str]:
-    """A random legal option set and swizzle for one batch."""
-    opts = {"scale_d": int(rng.random() < 0.8)}
-    if spec.scalable:
-        opts["scale_a"], opts["scale_b"] = (int(x) for x in rng.choice([1, 1, -1], 2))
-    if spec.transposable:
-        opts["trans_b"] = bool(rng.random() < 0.5)
-        if a_source == "smem":
-            opts["trans_a"] = bool(rng.random() < 0.5)
-    swizzle: str | None = str(rng.choice(SWIZZLES))
-    for flag, rows in (("trans_a", spec.m), ("trans_b", spec.n)):  # MN-major: whole atoms
-        if opts.get(flag) and swizzle != "none" and (rows * 2) % {"128B": 128, "64B": 64,
-                                                                  "32B": 32}[swizzle]:
-            swizzle = None  # tcsim.hw picks the widest swizzle each tile fills
-    return opts, swizzle
-
-
-def _operands(spec, a_source, A, B, C):
-    fa, fc = wgmma_fragment(spec, "a"), wgmma_fragment(spec, "c")
-    a = fa.to_registers(fa.gather_bits(A)) if a_source == "registers" \
-        else spec.format("a").from_bits(A)
-    return a, spec.format("b").from_bits(B), fc.to_registers(fc.gather_bits(C))
 
 
 class _Fp8Record:
@@ -144,73 +112,103 @@ class _Fp8Record:
               {int(lo): int(n) for lo, n in zip(hist[1], hist[0]) if n}})
 
 
-def _batches(family: str, rng):
-    """(qualifier, A source, distribution, options, swizzle, A, B, C bits, operands) for each
-    batch of a family's random test: every probe kernel, every distribution."""
-    probes = _probes(family)
-    per_probe = max(1, COUNT // len(probes))
-    for qualifier, a_source in probes:
-        spec = parse_wgmma(qualifier)
-        dists = list(samples.distributions(spec))
-        for dist in dists:
-            n = max(1, per_probe // len(dists))
-            opts, swizzle = _options(spec, a_source, rng)
-            A, B, C = samples.draw(spec, dist, n, rng)
-            yield (qualifier, a_source, dist, opts, swizzle, A, B, C,
-                   _operands(spec, a_source, A, B, C))
+def _drawn(batches):
+    """(batch, A, B, C, operands) for each batch, each drawn on a helper thread while the
+    previous one runs."""
+    def draw(batch):
+        A, B, C = batch.matrices()
+        return batch, A, B, C, batch.operands(A, B, C)
 
-
-def _prefetched(batches):
-    """The batches, each drawn on a helper thread while the previous one runs."""
     with ThreadPoolExecutor(1) as pool:
-        ahead = pool.submit(next, batches, None)
-        while (batch := ahead.result()) is not None:
-            ahead = pool.submit(next, batches, None)
-            yield batch
+        ahead = [pool.submit(draw, b) for b in batches[:1]]
+        for i in range(len(batches)):
+            done = ahead.pop(0).result()
+            if i + 1 < len(batches):
+                ahead.append(pool.submit(draw, batches[i + 1]))
+            yield done
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_random_instructions_agree_bit_for_bit(family, hw, rng):
-    fp8 = _Fp8Record() if family == "fp8" else None
-    sample_rng = np.random.default_rng(int(rng.integers(2**32)))  # rng is the helper's
-    tried, mismatching, t_hw, t_sim, failures = 0, 0, 0.0, 0.0, []
-    by = {"distribution": {}, "qualifier": {}}  # name -> [instructions, mismatching]
-    for qualifier, a_source, dist, opts, swizzle, A, B, C, operands in _prefetched(
-            _batches(family, rng)):
-        spec = parse_wgmma(qualifier)
-        n = A.shape[0]
-        t0 = time.perf_counter()
-        d_hw = hw.wgmma_regs(qualifier, *operands, swizzle=swizzle, **opts)
-        t1 = time.perf_counter()
-        d_sim = tcsim.wgmma_regs(qualifier, *operands, **opts)
-        t2 = time.perf_counter()
-        t_hw, t_sim, tried = t_hw + t1 - t0, t_sim + t2 - t1, tried + n
-        bad = np.flatnonzero((d_hw != d_sim).reshape(n, -1).any(axis=1))
-        mismatching += bad.size
-        for kind, name in (("distribution", dist), ("qualifier", qualifier)):
-            counts = by[kind].setdefault(name, [0, 0])
+class _Tally:
+    """Counts, timings and the first failures of a family's random test."""
+
+    def __init__(self, fp8: _Fp8Record | None, rng):
+        self.fp8, self.rng = fp8, rng
+        self.tried = self.mismatching = 0
+        self.t_hw = self.t_sim = 0.0
+        self.failures: list[str] = []
+        self.by = {"distribution": {}, "qualifier": {}}  # name -> [instructions, mismatching]
+
+    def add(self, batch, A, B, C, d_hw, verdict) -> None:
+        spec, n, bad = batch.spec, batch.count, verdict.bad
+        self.tried += n
+        self.mismatching += bad.size
+        self.t_sim += verdict.seconds
+        for kind, name in (("distribution", batch.distribution), ("qualifier", batch.qualifier)):
+            counts = self.by[kind].setdefault(name, [0, 0])
             counts[0] += n
             counts[1] += int(bad.size)
         fd = wgmma_fragment(spec, "d")
-        if fp8 is not None:
-            D_hw, D_sim = (fd.scatter_bits(fd.from_registers(x)) for x in (d_hw, d_sim))
-            fp8.add(spec, opts, dist, A, B, C, D_hw, D_sim, sample_rng)
-        if bad.size and len(failures) < 20:
+        if self.fp8 is not None:
+            D_hw = fd.scatter_bits(fd.from_registers(d_hw))
+            d_sim = d_hw.copy()
+            d_sim[bad[: len(verdict.sim_regs)]] = verdict.sim_regs
+            self.fp8.add(spec, dict(batch.options), batch.distribution, A, B, C, D_hw,
+                         fd.scatter_bits(fd.from_registers(d_sim)), self.rng)
+        if bad.size and len(self.failures) < 20:
             i = bad[0]
-            D_hw, D_sim = (fd.scatter_bits(fd.from_registers(x[i])) for x in (d_hw, d_sim))
+            D_hw, D_sim = (fd.scatter_bits(fd.from_registers(x))
+                           for x in (d_hw[i], verdict.sim_regs[0]))
             r, col = np.argwhere(D_hw != D_sim)[0]
-            failures.append(
-                f"{qualifier} A from {a_source} {dist} {opts} swizzle {swizzle}: {bad.size} of "
-                f"{n} differ; first D[{r},{col}] hw {int(D_hw[r, col]):#x} sim "
+            self.failures.append(
+                f"{batch.qualifier} A from {batch.a_source} {batch.distribution} "
+                f"{dict(batch.options)} swizzle {batch.swizzle} (seed {batch.seed}): {bad.size}"
+                f" of {n} differ; first D[{r},{col}] hw {int(D_hw[r, col]):#x} sim "
                 f"{int(D_sim[r, col]):#x}; a_row={A[i, r].tolist()} "
                 f"b_col={B[i, :, col].tolist()} c={int(C[i, r, col])}")
-    _log({"test": "wgmma_random", "family": family, "instructions": tried,
-          "mismatching": mismatching, "kernels": len(_probes(family)),
-          "hw_seconds": round(t_hw, 2), "sim_seconds": round(t_sim, 2),
-          "instructions_mismatching_by": by})
-    if fp8 is not None:
-        fp8.save(sorted({q for q, _ in _probes(family)}))
-    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_random_instructions_agree_bit_for_bit(family, hw, rng, monkeypatch):
+    """COUNT random instructions over every kernel of the family (every legal N and type
+    combination, A from shared memory and from registers); the GPU runs them here, the
+    simulator in worker processes (tests/wgmma_batches.py)."""
+    kernels = wgmma_batches.kernels(family)
+    start = time.perf_counter()
+    hw.prepare(kernels)
+    compile_seconds = time.perf_counter() - start
+    batches = wgmma_batches.plan(family, COUNT, rng)
+    tally = _Tally(_Fp8Record() if family == "fp8" else None,
+                   np.random.default_rng(int(rng.integers(2**32))))
+    for name, value in wgmma_batches.single_threaded_environment().items():
+        monkeypatch.setenv(name, value)  # inherited by the workers only
+    workers = wgmma_batches.worker_count()
+    pending: deque = deque()
+    start = time.perf_counter()
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for batch, A, B, C, operands in _drawn(batches):
+            t0 = time.perf_counter()
+            d_hw = hw.wgmma_regs(batch.qualifier, *operands, swizzle=batch.swizzle,
+                                 **dict(batch.options))
+            tally.t_hw += time.perf_counter() - t0
+            future = pool.submit(wgmma_batches.simulate, batch, wgmma_batches.digest(d_hw))
+            pending.append((batch, A, B, C, d_hw, future))
+            while pending and (len(pending) > 3 * workers or pending[0][-1].done()):
+                *item, future = pending.popleft()
+                tally.add(*item, future.result())
+        while pending:
+            *item, future = pending.popleft()
+            tally.add(*item, future.result())
+    _log({"test": "wgmma_random", "family": family, "instructions": tally.tried,
+          "mismatching": tally.mismatching, "kernels": len(kernels),
+          "qualifiers": len({q for q, _ in kernels}), "batches": len(batches),
+          "workers": workers, "compile_seconds": round(compile_seconds, 2),
+          "wall_seconds": round(time.perf_counter() - start, 2),
+          "hw_seconds": round(tally.t_hw, 2), "sim_seconds": round(tally.t_sim, 2),
+          "instructions_mismatching_by": tally.by})
+    if tally.fp8 is not None:
+        tally.fp8.save(sorted({q for q, _ in kernels}))
+    assert tally.tried >= COUNT, f"only {tally.tried} instructions"
+    assert not tally.failures, "\n".join(tally.failures)
 
 
 @pytest.mark.parametrize("fact", FACTS, ids=lambda f: f.name)
