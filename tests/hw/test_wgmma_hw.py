@@ -1,7 +1,8 @@
 """wgmma.mma_async on the GPU (sm_90a) against the simulator, bit for bit.
 
 Run on an H100 with ``pytest -m hw tests/hw/test_wgmma_hw.py`` (``bash scripts/gpu_check.sh
-wgmma``). ``TCSIM_HW_WGMMA_COUNT`` sets the random instructions per family (default 20,000),
+wgmma``). ``TCSIM_HW_WGMMA_COUNT`` sets the random instructions per family (default 20,000;
+``TCSIM_HW_WGMMA_FAMILIES`` picks the families, all five by default),
 spread over a probe kernel for every qualifier of the family (every legal N and type
 combination; tcsim/hw/wgmma_probes.py generates them) with A from shared memory and from
 registers, every operand distribution of tcsim.isa.samples, and per batch a random choice of
@@ -18,8 +19,7 @@ import json
 import multiprocessing
 import os
 import time
-from collections import deque
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +28,13 @@ import wgmma_batches
 from wgmma_facts import FACTS, fact_result
 
 import tcsim
-from tcsim.isa.wgmma import parse_wgmma, wgmma_fragment
+from tcsim.isa.wgmma import parse_wgmma
 
 pytestmark = pytest.mark.hw
 
 COUNT = int(os.environ.get("TCSIM_HW_WGMMA_COUNT", 20_000))
-FAMILIES = ("f16", "bf16", "tf32", "fp8", "int8")
-KEEP_MISMATCHES, KEEP_MATCHES = 50_000, 20_000
+# TCSIM_HW_WGMMA_FAMILIES (comma list) splits the random test across device calls.
+FAMILIES = tuple(os.environ.get("TCSIM_HW_WGMMA_FAMILIES", "f16,bf16,tf32,fp8,int8").split(","))
 
 
 def _log(record: dict) -> None:
@@ -56,159 +56,56 @@ def hw():
     return runner
 
 
-class _Fp8Record:
-    """Mismatching fp8 elements with their inputs, a sample of matching ones, error stats."""
-
-    def __init__(self):
-        self.keep = {"mismatch": [], "match": []}
-        self.log2_error = []  # log2(|hw - sim| / largest |term|) of finite mismatches
-        self.elements = self.mismatching = 0
-
-    def add(self, spec, opts, dist, A, B, C, D_hw, D_sim, rng):
-        fd = spec.format("d")
-        bad = D_hw != D_sim
-        self.elements += bad.size
-        self.mismatching += int(bad.sum())
-        a = spec.format("a").values(A)
-        b = spec.format("b").values(B)
-        for label, mask, limit in (("mismatch", bad, KEEP_MISMATCHES),
-                                   ("match", ~bad & (rng.random(bad.shape) < 0.002),
-                                    KEEP_MATCHES)):
-            i, r, c = np.nonzero(mask)
-            room = limit - sum(len(x["c"]) for x in self.keep[label])
-            i, r, c = i[:room], r[:room], c[:room]
-            if i.size:
-                self.keep[label].append({
-                    "qualifier": np.array([spec.qualifier] * i.size),
-                    "options": np.array([json.dumps(opts)] * i.size),
-                    "distribution": np.array([dist] * i.size),
-                    "a_row": A[i, r, :], "b_col": B[i, :, c], "c": C[i, r, c],
-                    "hw": D_hw[i, r, c], "sim": D_sim[i, r, c]})
-        i, r, c = np.nonzero(bad)
-        if i.size:
-            hw_v, sim_v = fd.values(D_hw[i, r, c]), fd.values(D_sim[i, r, c])
-            with np.errstate(all="ignore"):
-                terms = np.abs(a[i, r, :] * b[i, :, c])
-                largest = np.maximum(terms.max(axis=1), np.abs(fd.values(C[i, r, c])))
-                err = np.log2(np.abs(hw_v - sim_v) / largest)
-            self.log2_error.extend(err[np.isfinite(err)].tolist())
-
-    def save(self, qualifiers):
-        log = os.environ.get("TCSIM_HW_LOG")
-        if log:
-            out = {}
-            for label, parts in self.keep.items():
-                for key in parts[0] if parts else ():
-                    out[f"{label}_{key}"] = np.concatenate([p[key] for p in parts])
-            np.savez_compressed(Path(log).parent / "wgmma_fp8_elements.npz", **out)
-        err = np.array(self.log2_error)
-        hist = np.histogram(err, bins=np.arange(-40, 1)) if err.size else None
-        _log({"test": "wgmma_fp8_errors", "elements": self.elements,
-              "mismatching": self.mismatching,
-              "rate": self.mismatching / max(1, self.elements), "qualifiers": qualifiers,
-              "log2_error_max": float(err.max()) if err.size else None,
-              "log2_error_median": float(np.median(err)) if err.size else None,
-              "log2_error_histogram": None if hist is None else
-              {int(lo): int(n) for lo, n in zip(hist[1], hist[0]) if n}})
-
-
-def _drawn(batches):
-    """(batch, A, B, C, operands) for each batch, each drawn on a helper thread while the
-    previous one runs."""
-    def draw(batch):
-        A, B, C = batch.matrices()
-        return batch, A, B, C, batch.operands(A, B, C)
-
-    with ThreadPoolExecutor(1) as pool:
-        ahead = [pool.submit(draw, b) for b in batches[:1]]
-        for i in range(len(batches)):
-            done = ahead.pop(0).result()
-            if i + 1 < len(batches):
-                ahead.append(pool.submit(draw, batches[i + 1]))
-            yield done
-
-
-class _Tally:
-    """Counts, timings and the first failures of a family's random test."""
-
-    def __init__(self, fp8: _Fp8Record | None, rng):
-        self.fp8, self.rng = fp8, rng
-        self.tried = self.mismatching = 0
-        self.t_hw = self.t_sim = 0.0
-        self.failures: list[str] = []
-        self.by = {"distribution": {}, "qualifier": {}}  # name -> [instructions, mismatching]
-
-    def add(self, batch, A, B, C, d_hw, verdict) -> None:
-        spec, n, bad = batch.spec, batch.count, verdict.bad
-        self.tried += n
-        self.mismatching += bad.size
-        self.t_sim += verdict.seconds
-        for kind, name in (("distribution", batch.distribution), ("qualifier", batch.qualifier)):
-            counts = self.by[kind].setdefault(name, [0, 0])
-            counts[0] += n
-            counts[1] += int(bad.size)
-        fd = wgmma_fragment(spec, "d")
-        if self.fp8 is not None:
-            D_hw = fd.scatter_bits(fd.from_registers(d_hw))
-            d_sim = d_hw.copy()
-            d_sim[bad[: len(verdict.sim_regs)]] = verdict.sim_regs
-            self.fp8.add(spec, dict(batch.options), batch.distribution, A, B, C, D_hw,
-                         fd.scatter_bits(fd.from_registers(d_sim)), self.rng)
-        if bad.size and len(self.failures) < 20:
-            i = bad[0]
-            D_hw, D_sim = (fd.scatter_bits(fd.from_registers(x))
-                           for x in (d_hw[i], verdict.sim_regs[0]))
-            r, col = np.argwhere(D_hw != D_sim)[0]
-            self.failures.append(
-                f"{batch.qualifier} A from {batch.a_source} {batch.distribution} "
-                f"{dict(batch.options)} swizzle {batch.swizzle} (seed {batch.seed}): {bad.size}"
-                f" of {n} differ; first D[{r},{col}] hw {int(D_hw[r, col]):#x} sim "
-                f"{int(D_sim[r, col]):#x}; a_row={A[i, r].tolist()} "
-                f"b_col={B[i, :, col].tolist()} c={int(C[i, r, col])}")
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_random_instructions_agree_bit_for_bit(family, hw, rng, monkeypatch):
     """COUNT random instructions over every kernel of the family (every legal N and type
-    combination, A from shared memory and from registers); the GPU runs them here, the
-    simulator in worker processes (tests/wgmma_batches.py)."""
+    combination, A from shared memory and from registers), checked in worker processes that
+    each run their batches on the GPU and in the simulator (tests/wgmma_batches.py)."""
     kernels = wgmma_batches.kernels(family)
     start = time.perf_counter()
-    hw.prepare(kernels)
+    hw.prepare(kernels)  # into CuPy's kernel cache, where the workers find them
     compile_seconds = time.perf_counter() - start
     batches = wgmma_batches.plan(family, COUNT, rng)
-    tally = _Tally(_Fp8Record() if family == "fp8" else None,
-                   np.random.default_rng(int(rng.integers(2**32))))
     for name, value in wgmma_batches.single_threaded_environment().items():
         monkeypatch.setenv(name, value)  # inherited by the workers only
     workers = wgmma_batches.worker_count()
-    pending: deque = deque()
+    fp8 = wgmma_batches.Fp8Evidence() if family == "fp8" else None
+    matches = -(-wgmma_batches.KEEP_MATCHES // len(batches))
+    tried = mismatching = 0
+    t_hw = t_sim = 0.0
+    failures: list[str] = []
+    by = {"distribution": {}, "qualifier": {}}  # name -> [instructions, mismatching]
     start = time.perf_counter()
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for batch, A, B, C, operands in _drawn(batches):
-            t0 = time.perf_counter()
-            d_hw = hw.wgmma_regs(batch.qualifier, *operands, swizzle=batch.swizzle,
-                                 **dict(batch.options))
-            tally.t_hw += time.perf_counter() - t0
-            future = pool.submit(wgmma_batches.simulate, batch, wgmma_batches.digest(d_hw))
-            pending.append((batch, A, B, C, d_hw, future))
-            while pending and (len(pending) > 3 * workers or pending[0][-1].done()):
-                *item, future = pending.popleft()
-                tally.add(*item, future.result())
-        while pending:
-            *item, future = pending.popleft()
-            tally.add(*item, future.result())
-    _log({"test": "wgmma_random", "family": family, "instructions": tally.tried,
-          "mismatching": tally.mismatching, "kernels": len(kernels),
+        for verdict in pool.map(wgmma_batches.check, batches, [matches] * len(batches)):
+            batch = verdict.batch
+            tried += batch.count
+            mismatching += verdict.mismatching
+            t_hw, t_sim = t_hw + verdict.hw_seconds, t_sim + verdict.sim_seconds
+            for kind, name in (("distribution", batch.distribution),
+                               ("qualifier", batch.qualifier)):
+                counts = by[kind].setdefault(name, [0, 0])
+                counts[0] += batch.count
+                counts[1] += verdict.mismatching
+            if verdict.failure and len(failures) < 20:
+                failures.append(verdict.failure)
+            if fp8 is not None:
+                fp8.merge(verdict.fp8)
+    _log({"test": "wgmma_random", "family": family, "instructions": tried,
+          "mismatching": mismatching, "kernels": len(kernels),
           "qualifiers": len({q for q, _ in kernels}), "batches": len(batches),
           "workers": workers, "compile_seconds": round(compile_seconds, 2),
           "wall_seconds": round(time.perf_counter() - start, 2),
-          "hw_seconds": round(tally.t_hw, 2), "sim_seconds": round(tally.t_sim, 2),
-          "instructions_mismatching_by": tally.by})
-    if tally.fp8 is not None:
-        tally.fp8.save(sorted({q for q, _ in kernels}))
-    assert tally.tried >= COUNT, f"only {tally.tried} instructions"
-    assert not tally.failures, "\n".join(tally.failures)
+          "hw_seconds": round(t_hw, 2), "sim_seconds": round(t_sim, 2),
+          "instructions_mismatching_by": by})
+    if fp8 is not None:
+        log = os.environ.get("TCSIM_HW_LOG")
+        if log:
+            np.savez_compressed(Path(log).parent / "wgmma_fp8_elements.npz", **fp8.arrays())
+        _log({"test": "wgmma_fp8_errors", **fp8.summary(),
+              "qualifiers": sorted({q for q, _ in kernels})})
+    assert tried >= COUNT, f"only {tried} instructions"
+    assert not failures, "\n".join(failures)
 
 
 @pytest.mark.parametrize("fact", FACTS, ids=lambda f: f.name)
