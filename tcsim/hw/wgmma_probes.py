@@ -2,8 +2,10 @@
 
 `probe_source()` writes the CUDA source of a probe kernel for every (qualifier, A source) in
 `PROBES`; the committed file ``wgmma_probes.cu`` beside this module is its output (a test keeps
-the two equal; CI compiles it with nvcc for sm_80 and sm_90, where the guard below leaves a
-trap, and `tcsim.hw.wgmma` compiles it with NVRTC for sm_90a).
+the two equal; CI compiles it with nvcc for sm_90a, and for sm_80 and sm_90, where the guard
+below leaves a trap; `tcsim.hw.wgmma` compiles it with NVRTC for sm_90a). `probe_kernel` writes
+the probe of any other qualifier, which `tcsim.hw.warpgroup` compiles on demand: the hardware
+test runs all 528 qualifiers with A from shared memory and from registers.
 
 Each block is one warpgroup running one instruction:
 
@@ -31,7 +33,8 @@ from __future__ import annotations
 from ..isa.wgmma.fragments import wgmma_fragment
 from ..isa.wgmma.spec import WgmmaSpec, parse_wgmma
 
-# Ns the probes cover: the smallest and largest, the common tile widths and two odd ones.
+# Ns of the committed probes (CI compiles them): the smallest and largest, the common tile
+# widths and two odd ones. The hardware test generates the probes of every other N.
 PROBE_N = {"dense": (8, 24, 64, 128, 200, 256), "int8": (8, 24, 64, 128, 208, 256)}
 # Per family: type combinations probed at every N above, and the others at two Ns each.
 _MAIN = {"f16": ("f32.f16.f16", "f16.f16.f16"), "bf16": ("f32.bf16.bf16",),
