@@ -8,6 +8,7 @@ import importlib
 
 import numpy as np
 import pytest
+import wgmma_batches
 
 import tcsim
 from tcsim.hw import warpgroup
@@ -106,12 +107,14 @@ def test_hw_test_file_runs_on_the_emulation(emulated, monkeypatch, tmp_path, rng
     """The GPU test's own logic (batches, options, logging, fp8 records, facts, matrix check)
     on the emulation, with a few probes per family."""
     monkeypatch.setenv("TCSIM_HW_LOG", str(tmp_path / "hw.jsonl"))
+    monkeypatch.setenv("TCSIM_HW_WORKERS", "0")  # the emulation lives in this process
+    monkeypatch.setattr(emulated, "prepare", lambda kernels: None)
     hw_test = importlib.import_module("hw.test_wgmma_hw")
-    every = hw_test._probes
-    monkeypatch.setattr(hw_test, "_probes", lambda family: every(family)[:2])
-    monkeypatch.setattr(hw_test, "COUNT", 1)
+    every = wgmma_batches.kernels
+    monkeypatch.setattr(wgmma_batches, "kernels", lambda family: every(family)[::97][:2])
+    monkeypatch.setattr(hw_test, "COUNT", 2)
     for family in hw_test.FAMILIES:
-        hw_test.test_random_instructions_agree_bit_for_bit(family, emulated, rng)
+        hw_test.test_random_instructions_agree_bit_for_bit(family, emulated, rng, monkeypatch)
     for fact in hw_test.FACTS:
         hw_test.test_hand_derived_fact_on_hardware(fact, emulated)
     for qualifier, a_source in hw_test.MATRIX_CASES[::3]:

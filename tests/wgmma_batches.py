@@ -217,4 +217,5 @@ def single_threaded_environment() -> dict[str, str]:
 
 
 def worker_count() -> int:
+    """``TCSIM_HW_WORKERS``, else the cores less one; 0 checks in the test's own process."""
     return int(os.environ.get("TCSIM_HW_WORKERS", max(1, (os.cpu_count() or 2) - 1)))

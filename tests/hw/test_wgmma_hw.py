@@ -15,6 +15,7 @@ and a sample of matching ones, with their inputs, to ``wgmma_fp8_elements.npz`` 
 the data to fit the rule with, should it ever fail.
 """
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -76,8 +77,12 @@ def test_random_instructions_agree_bit_for_bit(family, hw, rng, monkeypatch):
     failures: list[str] = []
     by = {"distribution": {}, "qualifier": {}}  # name -> [instructions, mismatching]
     start = time.perf_counter()
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for verdict in pool.map(wgmma_batches.check, batches, [matches] * len(batches)):
+    with contextlib.ExitStack() as stack:
+        run = map  # TCSIM_HW_WORKERS=0: in this process (the host test's dry run)
+        if workers:
+            run = stack.enter_context(ProcessPoolExecutor(
+                workers, mp_context=multiprocessing.get_context("spawn"))).map
+        for verdict in run(wgmma_batches.check, batches, [matches] * len(batches)):
             batch = verdict.batch
             tried += batch.count
             mismatching += verdict.mismatching
