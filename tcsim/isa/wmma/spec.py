@@ -141,7 +141,7 @@ def supported_wmma_qualifiers() -> list[str]:
 def load_cases() -> list[tuple[str, str, str, str]]:
     """(shape, operand, type, layout) of every distinct wmma.load (the space aside)."""
     out = []
-    for a, (shapes, pairs) in INPUTS.items():
+    for a, (shapes, _) in INPUTS.items():
         for shape in shapes:
             out += [(shape, op, a, lay) for op in "ab" for lay in LAYOUTS]
     return out + [(shape, "c", t, lay) for shape, t, lay in store_cases()]
