@@ -19,7 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tcsim.isa.wmma import load_cases, parse_wmma, store_cases, supported_wmma_qualifiers
+from tcsim.isa.wmma import (
+    load_cases,
+    matrix_dims,
+    parse_wmma,
+    store_cases,
+    supported_wmma_qualifiers,
+)
 
 PAD_BYTES = 16
 
@@ -59,7 +65,7 @@ def main() -> int:
     maps = {"gpu": hw.device_name(), "load": {}, "store": {}}
     for shape, op, type_, layout in load_cases():
         bits = 16 if type_ in ("f16", "bf16") else 32
-        rows, cols = wmma._dims(shape, op)
+        rows, cols = matrix_dims(shape, op)
         tight = cols if layout == "row" else rows
         base = wmma.capture_load(shape, op, type_, layout, "global")
         same = {f"{space} stride {s}": bool(np.array_equal(
@@ -68,7 +74,7 @@ def main() -> int:
         maps["load"][f"{shape}.{op}.{type_}.{layout}"] = {"coords": base.tolist(), "same": same}
     for shape, type_, layout in store_cases():
         bits = 16 if type_ == "f16" else 32
-        rows, cols = wmma._dims(shape, "d")
+        rows, cols = matrix_dims(shape, "d")
         tight = cols if layout == "row" else rows
         base = wmma.capture_store(shape, type_, layout, "global")
         same = {f"{space} stride {s}": bool(np.array_equal(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa.wmma.spec import fragment_registers, parse_wmma
+from ..isa.wmma.spec import fragment_registers, matrix_dims, parse_wmma
 from . import runtime
 from .wmma_probes import load_kernel_name, mma_kernel_name, store_kernel_name
 
@@ -22,11 +22,6 @@ CODE_COLUMNS = 64
 
 def _element_bits(type_: str) -> int:
     return 16 if type_ in ("f16", "bf16") else 32
-
-
-def _dims(shape: str, operand: str) -> tuple[int, int]:
-    m, n, k = (int(x) for x in shape[1:].replace("n", " ").replace("k", " ").split())
-    return {"a": (m, k), "b": (k, n)}.get(operand, (m, n))
 
 
 def _memory_words(rows: int, cols: int, layout: str, stride: int, bits: int) -> int:
@@ -46,7 +41,7 @@ def capture_load(shape: str, operand: str, type_: str, layout: str, space: str,
     runtime.require()
     import cupy
 
-    rows, cols = _dims(shape, operand)
+    rows, cols = matrix_dims(shape, operand)
     bits = _element_bits(type_)
     stride = stride or (cols if layout == "row" else rows)
     r, c = np.indices((rows, cols))
@@ -72,7 +67,7 @@ def capture_store(shape: str, type_: str, layout: str, space: str,
     runtime.require()
     import cupy
 
-    rows, cols = _dims(shape, "d")
+    rows, cols = matrix_dims(shape, "d")
     bits = _element_bits(type_)
     stride = stride or (cols if layout == "row" else rows)
     n = fragment_registers(shape, "d", type_)

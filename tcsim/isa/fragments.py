@@ -33,12 +33,18 @@ class FragmentMap:
     cols: int
     format: FloatFormat
     coords: np.ndarray  # (32, elements per lane, 2) int: (row, col)
+    # How often each element appears: WMMA's f16 A and B fragments hold theirs twice or four
+    # times (docs/wmma.md); the hardware reads the first copy, so the inverse maps name it.
+    copies: int = 1
 
     def __post_init__(self) -> None:
         c = self.coords
         flat = c[..., 0] * self.cols + c[..., 1]
-        if c.shape[0] != WARP_SIZE or np.unique(flat).size != self.rows * self.cols:
-            raise AssertionError(f"{self.name}: fragment map must cover each element once")
+        counts = np.bincount(flat.ravel(), minlength=self.rows * self.cols)
+        if c.shape[0] != WARP_SIZE or counts.size != self.rows * self.cols \
+                or not np.all(counts == self.copies):
+            raise AssertionError(f"{self.name}: fragment map must cover each element "
+                                 f"{'once' if self.copies == 1 else f'{self.copies} times'}")
         self.coords.setflags(write=False)
 
     @property
@@ -61,17 +67,15 @@ class FragmentMap:
 
     @cached_property
     def lane_of(self) -> np.ndarray:
-        """``lane_of[row, col]``: the lane holding each element."""
-        out = np.empty((self.rows, self.cols), np.int64)
-        out[self.coords[..., 0], self.coords[..., 1]] = np.arange(WARP_SIZE)[:, None]
+        """``lane_of[row, col]``: the lane holding each element (its first copy)."""
+        out = (self._lane_index // self.elements).reshape(self.rows, self.cols)
         out.setflags(write=False)
         return out
 
     @cached_property
     def element_of(self) -> np.ndarray:
-        """``element_of[row, col]``: the element index within its lane."""
-        out = np.empty((self.rows, self.cols), np.int64)
-        out[self.coords[..., 0], self.coords[..., 1]] = np.arange(self.elements)[None, :]
+        """``element_of[row, col]``: the element index within its lane (its first copy)."""
+        out = (self._lane_index % self.elements).reshape(self.rows, self.cols)
         out.setflags(write=False)
         return out
 
@@ -112,7 +116,8 @@ class FragmentMap:
     def _lane_index(self) -> np.ndarray:
         """For each matrix position in row-major order, its (lane, element) position."""
         inverse = np.empty(self.rows * self.cols, np.int64)
-        inverse[self._matrix_index] = np.arange(self._matrix_index.size)
+        # Assigned last to first, so that a repeated element keeps its first copy.
+        inverse[self._matrix_index[::-1]] = np.arange(self._matrix_index.size)[::-1]
         return inverse
 
     def to_registers(self, lane_bits: np.ndarray) -> np.ndarray:

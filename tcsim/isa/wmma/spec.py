@@ -38,6 +38,12 @@ _SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)$")
 _EXAMPLE = "for example 'wmma.m16n16k16.row.col.f32.f16.f16.f32'"
 
 
+def matrix_dims(shape: str, operand: str) -> tuple[int, int]:
+    """(rows, cols) of an operand of a shape: A is M x K, B is K x N, C and D are M x N."""
+    m, n, k = (int(x) for x in _SHAPE.match(shape).groups())
+    return {"a": (m, k), "b": (k, n)}.get(operand, (m, n))
+
+
 def fragment_registers(shape: str, operand: str, type_: str) -> int:
     """32-bit registers of a fragment, as PTX declares them.
 
@@ -46,12 +52,11 @@ def fragment_registers(shape: str, operand: str, type_: str) -> int:
     rows x 16 columns over 32 lanes is 4 registers, 32 x 16 is 8 and 8 x 16 is 2. tf32 A and
     B are 4; C and D are 8 f32 or 4 f16x2 registers.
     """
-    m, n, k = (int(x) for x in _SHAPE.match(shape).groups())
     if operand in "cd":
         return 8 if type_ == "f32" else 4
     if type_ == "f16":
         return 8
-    rows, cols = (m, k) if operand == "a" else (k, n)
+    rows, cols = matrix_dims(shape, operand)
     bits = 32 if type_ == "tf32" else 16
     return rows * cols * bits // (32 * 32)
 
@@ -81,6 +86,10 @@ class WmmaSpec(OperandTypes):
     def registers(self, operand: str) -> int:
         """32-bit registers per lane of an operand's fragment."""
         return fragment_registers(self.shape, operand, getattr(self, f"{operand}_type"))
+
+    @property
+    def products_per_warp(self) -> int:
+        return 1
 
     def layout(self, operand: str) -> str:
         return {"a": self.a_layout, "b": self.b_layout}[operand]
