@@ -53,6 +53,12 @@ for r in (r for r in rows if r["test"] == "checks"):
 for r in rows:
     if r["test"] == "wgmma_compile":
         print(f"wgmma: {r['kernels']} probe kernels compiled in {r['seconds']} s on {r['gpu']}")
+    elif r["test"] == "wmma_maps":
+        print(f"wmma maps ({r['space']}): {r['cases']} loads and stores, "
+              f"{len(r['differ'])} differ")
+    elif r["test"] == "wmma_random":
+        print(f"wmma {r['qualifier']:42s} {r['instructions']:9,d} instructions, "
+              f"{r['mismatching']} mismatching")
     elif r["test"] == "wgmma_random":
         print(f"wgmma {r['family']:5s} {r['instructions']:9,d} instructions, "
               f"{r['mismatching']} mismatching, {r.get('qualifiers', '?')} qualifiers in "
