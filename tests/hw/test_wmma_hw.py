@@ -41,12 +41,12 @@ def _log(record: dict) -> None:
 
 @pytest.fixture(scope="module")
 def hw():
-    from tcsim import hw
+    from tcsim.hw import runtime
     from tcsim.hw import wmma as runner
 
     try:
-        hw.require()
-    except hw.HardwareUnavailable as error:
+        runtime.require()
+    except runtime.HardwareUnavailable as error:
         pytest.skip(str(error))
     return runner
 
