@@ -27,6 +27,14 @@ from .isa.wgmma import (
     wgmma_fragment,
     wgmma_regs,
 )
+from .isa.wmma import (
+    WmmaSpec,
+    parse_wmma,
+    supported_wmma_qualifiers,
+    wmma,
+    wmma_fragment,
+    wmma_regs,
+)
 from .kernels import GemmParams, kernel1, kernel2, kernel3, kernel4, kernel5, kernel6
 from .kernels.checks import (
     AsyncCopyRaceError,
@@ -38,6 +46,7 @@ from .kernels.checks import (
     UninitializedReadError,
 )
 from .kernels.executor import run
+from .precision import PrecisionTable, precision_study
 from .trace import Trace, trace
 
 # Public submodules, imported on first attribute access (PEP 562) so that `import tcsim` stays
@@ -60,7 +69,8 @@ __all__ = [
     "kernel5", "kernel6", "run", "trace", "Trace", "SimulationError", "SharedRaceError",
     "AsyncCopyRaceError", "UninitializedReadError", "SharedAddressError", "GlobalMemoryError",
     "DivergentWarpError", "WgmmaSpec", "parse_wgmma", "supported_wgmma_qualifiers", "wgmma",
-    "wgmma_fragment", "wgmma_regs",
+    "wgmma_fragment", "wgmma_regs", "WmmaSpec", "parse_wmma", "supported_wmma_qualifiers",
+    "wmma", "wmma_fragment", "wmma_regs", "precision_study", "PrecisionTable",
 ]
 
 

@@ -5,6 +5,8 @@
     tcsim mma QUALIFIER [--distribution NAME]  one instruction on random inputs, bits shown
     tcsim trace KERNEL M N K [--json] [--block_m 128 ...]   per-site counters of a kernel
     tcsim compare KERNEL KERNEL M N K          two kernels' counters side by side
+    tcsim precision [--k 16 64 ...] [--dots N] [--json PATH] [--plot PATH]
+                                               f16 vs f32 accumulation error against K
     tcsim verify [--count N]                   quick simulator-against-GPU check
     tcsim docs [DIR]                           regenerate the fragment-layout docs and diagrams
     tcsim --version                            the installed version
@@ -200,6 +202,37 @@ def _verify(args) -> int:
     return 1 if worst else 0
 
 
+def _precision(args) -> int:
+    import time
+    from pathlib import Path
+
+    from . import hw
+    from .precision import precision_study
+
+    if args.backend == "hw" and hw.unavailable_reason() is not None:
+        raise ValueError(f"--backend hw: no GPU here: {hw.unavailable_reason()}")
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None and not Path(path).resolve().parent.is_dir():  # before the work
+            raise ValueError(f"{option} {path}: the directory {Path(path).parent} does not exist")
+    if args.plot is not None:
+        from .views.precision import matplotlib_missing
+
+        if matplotlib_missing():
+            raise ValueError(f"--plot: {matplotlib_missing()}")
+    start = time.perf_counter()
+    table = precision_study(ks=args.k, dots=args.dots, seed=args.seed, backend=args.backend)
+    print(table)
+    print(f"\n({time.perf_counter() - start:.1f} s)")
+    if args.json is not None:
+        Path(args.json).write_text(table.to_json())
+        print(f"wrote {args.json}")
+    if args.plot is not None:
+        from .views.precision import plot_precision
+
+        print(f"wrote {plot_precision(table, args.plot)}")
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, reporting a bad argument in one line instead of the usage block."""
 
@@ -250,6 +283,20 @@ def build_parser() -> argparse.ArgumentParser:
                                      "docs/figures/*.svg from the fragment tables)")
     doc.add_argument("directory", nargs="?", default="docs")
     doc.set_defaults(run=_docs)
+    pr = sub.add_parser("precision", help="how f16 and f32 accumulation error grows with K",
+                        description="Example: tcsim precision --k 16 256 4096 --dots 64 "
+                                    "(docs/precision.md)")
+    pr.add_argument("--k", type=_positive, nargs="+", default=[16, 64, 256, 1024, 4096, 16384,
+                                                                65536], metavar="K",
+                    help="dot-product lengths, multiples of 16 (default: 16 to 65536)")
+    pr.add_argument("--dots", type=_positive, default=256, help="dot products per K and "
+                    "distribution (default: 256)")
+    pr.add_argument("--seed", type=_non_negative, default=0)
+    pr.add_argument("--backend", default="auto", choices=["auto", "sim", "hw"],
+                    help="where the tensor cores run (default: the GPU when usable)")
+    pr.add_argument("--json", metavar="PATH", help="write the table as JSON")
+    pr.add_argument("--plot", metavar="PATH", help="draw it as SVG (needs matplotlib)")
+    pr.set_defaults(run=_precision)
     v = sub.add_parser("verify", help="compare the simulator with the GPU",
                        description="Example: tcsim verify --count 1000 (needs CuPy and a GPU)")
     v.add_argument("--count", type=_positive, default=2000,
