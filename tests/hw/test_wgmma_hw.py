@@ -16,7 +16,6 @@ the data to fit the rule with, should it ever fail.
 """
 
 import contextlib
-import json
 import multiprocessing
 import os
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import wgmma_batches
+from hw_log import log_hw
 from wgmma_facts import FACTS, fact_result
 
 import tcsim
@@ -37,12 +37,6 @@ COUNT = int(os.environ.get("TCSIM_HW_WGMMA_COUNT", 20_000))
 # TCSIM_HW_WGMMA_FAMILIES (comma list) splits the random test across device calls.
 FAMILIES = tuple(os.environ.get("TCSIM_HW_WGMMA_FAMILIES", "f16,bf16,tf32,fp8,int8").split(","))
 
-
-def _log(record: dict) -> None:
-    path = os.environ.get("TCSIM_HW_LOG")
-    if path:
-        with open(path, "a") as f:
-            f.write(json.dumps(record) + "\n")
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +90,7 @@ def test_random_instructions_agree_bit_for_bit(family, hw, rng, monkeypatch):
                 failures.append(verdict.failure)
             if fp8 is not None:
                 fp8.merge(verdict.fp8)
-    _log({"test": "wgmma_random", "family": family, "instructions": tried,
+    log_hw({"test": "wgmma_random", "family": family, "instructions": tried,
           "mismatching": mismatching, "kernels": len(kernels),
           "qualifiers": len({q for q, _ in kernels}), "batches": len(batches),
           "workers": workers, "compile_seconds": round(compile_seconds, 2),
@@ -107,7 +101,7 @@ def test_random_instructions_agree_bit_for_bit(family, hw, rng, monkeypatch):
         log = os.environ.get("TCSIM_HW_LOG")
         if log:
             np.savez_compressed(Path(log).parent / "wgmma_fp8_elements.npz", **fp8.arrays())
-        _log({"test": "wgmma_fp8_errors", **fp8.summary(),
+        log_hw({"test": "wgmma_fp8_errors", **fp8.summary(),
               "qualifiers": sorted({q for q, _ in kernels})})
     assert tried >= COUNT, f"only {tried} instructions"
     assert not failures, "\n".join(failures)
@@ -119,7 +113,7 @@ def test_hand_derived_fact_on_hardware(fact, hw):
     got = int(fact_result(fact, spec, hw.wgmma)[0, 0])
     verdict = ("model" if got == fact.d_bits else
                "alternative" if got == fact.alternative else "neither")
-    _log({"test": "wgmma_fact", "fact": fact.name, "qualifier": fact.qualifier,
+    log_hw({"test": "wgmma_fact", "fact": fact.name, "qualifier": fact.qualifier,
           "d_bits": hex(got), "model": hex(fact.d_bits), "alternative": hex(fact.alternative),
           "verdict": verdict})
     assert got == fact.d_bits, f"{fact.why}: the GPU gives {got:#x} ({verdict})"

@@ -9,12 +9,12 @@
   random bits, against `tcsim.isa.wmma.wmma_regs`.
 """
 
-import json
 import os
 import time
 
 import numpy as np
 import pytest
+from hw_log import log_hw
 
 from tcsim.isa import samples
 from tcsim.isa.wmma import (
@@ -31,12 +31,6 @@ from tcsim.isa.wmma.fragments import fragment_map
 pytestmark = pytest.mark.hw
 COUNT = int(os.environ.get("TCSIM_HW_WMMA_COUNT", 20_000))
 
-
-def _log(record: dict) -> None:
-    path = os.environ.get("TCSIM_HW_LOG")
-    if path:
-        with open(path, "a") as f:
-            f.write(json.dumps(record) + "\n")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +64,7 @@ def test_fragment_maps_are_the_gpus(space, hw):
         for stride in _strides(shape, "d", type_, layout):
             if not np.array_equal(hw.capture_store(shape, type_, layout, space, stride), want):
                 differ.append(f"store {shape} {type_} {layout} stride {stride}")
-    _log({"test": "wmma_maps", "space": space, "cases": 2 * (len(load_cases())
+    log_hw({"test": "wmma_maps", "space": space, "cases": 2 * (len(load_cases())
                                                               + len(store_cases())),
           "differ": differ})
     assert not differ
@@ -109,6 +103,6 @@ def test_random_instructions_agree_bit_for_bit(qualifier, hw, rng):
             first = (f"{dist}: D[{r},{col}] hw {int(D_hw[r, col]):#x} sim "
                      f"{int(D_sim[r, col]):#x}; A row {mats[0][i, r].tolist()}, B column "
                      f"{mats[1][i, :, col].tolist()}, C {int(mats[2][i, r, col])}")
-    _log({"test": "wmma_random", "qualifier": spec.qualifier, "instructions": tried,
+    log_hw({"test": "wmma_random", "qualifier": spec.qualifier, "instructions": tried,
           "mismatching": bad, "hw_seconds": round(t_hw, 2), "sim_seconds": round(t_sim, 2)})
     assert bad == 0, f"{bad} of {tried} differ; first: {first}"
