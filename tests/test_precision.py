@@ -30,6 +30,7 @@ from tcsim.precision import (
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "data" / "precision.json"
 PAGE = ROOT / "docs" / "precision.md"
+HW_RUN = ROOT / "docs" / "evidence" / "precision_hw_h100_2026-11-23.json"
 FIGURE = ROOT / "docs" / "figures" / "precision.svg"
 
 F32 = (24, -126, 127)  # precision, smallest normal exponent, largest exponent
@@ -346,6 +347,14 @@ def test_committed_data_is_what_the_study_computes_today():
                             seed=p["seed"], backend="sim")
     assert today.rows == [r for r in committed.rows if r.k in ks]
     assert len(committed.rows) == len(p["ks"]) * len(p["distributions"]) * 4
+
+
+def test_the_h100_run_gave_the_committed_table():
+    """`tcsim precision --backend hw` on the H100 (2026-11-23) against the simulator's data."""
+    gpu = PrecisionTable.from_json(HW_RUN.read_text())
+    committed = PrecisionTable.from_json(DATA.read_text())
+    assert gpu.params == dict(committed.params, backend="hw")
+    assert gpu.rows == committed.rows
 
 
 def test_precision_page_shows_the_committed_table():
