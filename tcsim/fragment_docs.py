@@ -13,9 +13,12 @@ import io
 import re
 from pathlib import Path
 
+import numpy as np
+
 from .isa.drawing import fragment_svg
 from .isa.fragments import FragmentMap, ldmatrix_fragment, mma_fragment
 from .isa.qualifier import supported_qualifiers
+from .isa.wmma import fragment_map, parse_wmma, supported_wmma_qualifiers, wmma_fragment
 
 F16_K8, F16_K16 = "m16n8k8.row.col.f32.f16.f16.f32", "m16n8k16.row.col.f32.f16.f16.f32"
 BF16_K8, BF16_K16 = "m16n8k8.row.col.f32.bf16.bf16.f32", "m16n8k16.row.col.f32.bf16.bf16.f32"
@@ -92,14 +95,45 @@ LDMATRIX_TEXT = (
     "(the mma B pattern). The stacked matrices are shown as one (8N)x8 matrix: matrix i is "
     "rows 8i .. 8i + 7. `stmatrix` uses the same maps in the other direction.")
 
+WMMA_TEXT = (
+    "`wmma.load` fills, `wmma.mma` reads and `wmma.store` writes out fragments that CUDA "
+    "calls opaque; on sm_90 they are fixed. tcsim's maps were read off the H100 with probes "
+    "(`scripts/capture_wmma.py`; the evidence is in [wmma.md](wmma.md)) and are kept as data "
+    "(`tcsim/isa/wmma/maps_sm90.json`): `tcsim.wmma_fragment(qualifier, operand)`, or "
+    "`tcsim.isa.wmma.fragment_map(shape, operand, type)`. A map depends only on the shape, "
+    "the operand and the element type: row and col layouts, global and shared memory and any "
+    "stride gave the same map, and C's `wmma.load` map is D's `wmma.store` map (`*.*` below "
+    "stands for any A and B layouts).\n\n"
+    "The maps are mma.sync's m16n8k16 fragments, one per 16x8 block: m16n16k16's A is "
+    "m16n8k16's A, its B and C are two m16n8k16 fragments side by side (N = 0-7 in registers "
+    "0-1 of B and 0-3 of C, N = 8-15 after); m32n8k16 stacks two along M; tf32 m16n16k8's A "
+    "is m16n8k8's. m8n32k16 is computed transposed: its C and D are m32n8k16's transposed.\n\n"
+    "PTX gives every f16 A and B fragment 8 registers (16 halves per lane), more than most "
+    "of them have elements per lane, so those maps hold each element twice or four times, in "
+    "one lane (`FragmentMap.copies`): m16n16k16's A repeats registers 0-3 in registers 4-7, "
+    "m8n32k16's A holds each element four times. The H100 reads the first copy, and so does "
+    "`tcsim.wmma_regs`; the diagrams and tables label the first copy, and each entry says "
+    "which registers repeat. bf16 A and B hold each element once, at the lane and register of "
+    "f16's first copy, so the f16 diagrams serve bf16 too.")
+WMMA = [("m16n16k16", "a", "f16"), ("m16n16k16", "b", "f16"), ("m16n16k16", "c", "f32"),
+        ("m16n16k16", "c", "f16"), ("m32n8k16", "a", "f16"), ("m8n32k16", "a", "f16"),
+        ("m8n32k16", "b", "f16"), ("m8n32k16", "c", "f32"), ("m16n16k8", "a", "tf32"),
+        ("m16n16k8", "b", "tf32")]
+
 
 def _users() -> dict[bytes, list[str]]:
-    """Every (qualifier, operand) that shares each map, keyed by the map's identity."""
+    """Every (qualifier, operand) that shares each map, keyed by the map's identity. WMMA maps
+    do not depend on the layouts, so wmma qualifiers are named with ``*.*`` for them."""
     users: dict[bytes, list[str]] = {}
     for q in supported_qualifiers():
         for op in "abcd":
             users.setdefault(_key(mma_fragment(q, op)), []).append(f"`{q}` {op}")
-    return users
+    for q in supported_wmma_qualifiers():
+        s = parse_wmma(q)
+        name = f"wmma.{s.shape}.*.*.{s.d_type}.{s.a_type}.{s.b_type}.{s.c_type}"
+        for op in "abcd":
+            users.setdefault(_key(wmma_fragment(s, op)), []).append(f"`{name}` {op}")
+    return {key: list(dict.fromkeys(names)) for key, names in users.items()}
 
 
 def _key(frag: FragmentMap) -> bytes:
@@ -110,13 +144,38 @@ def _slug(frag: FragmentMap) -> str:
     return re.sub(r"[^a-z0-9]+", "-", frag.name.lower()).strip("-")
 
 
+def _repeats(frag: FragmentMap) -> str:
+    """Which registers hold the same elements, read off a map that holds each element more
+    than once: "registers r0 = r2 and r1 = r3 hold the same elements"."""
+    rows, cols = frag.coords[..., 0], frag.coords[..., 1]
+    first = frag.element_of[rows, cols]  # each (lane, element): the element of its first copy
+    lanes, per = np.arange(frag.coords.shape[0])[:, None], frag.per_register
+    source = (first // per).reshape(lanes.size, frag.registers, per)
+    if not (np.all(frag.lane_of[rows, cols] == lanes)
+            and np.all(first % per == np.arange(frag.elements) % per)
+            and np.all(source == source[:1, :, :1])):
+        raise ValueError(f"{frag.name}: the copies are not whole registers of one lane")
+    same: dict[int, list[int]] = {}
+    for reg, src in enumerate(source[0, :, 0]):
+        same.setdefault(int(src), []).append(reg)
+    groups = [" = ".join(f"r{r}" for r in regs) for regs in same.values()]
+    listed = groups[-1] if len(groups) == 1 else f"{', '.join(groups[:-1])} and {groups[-1]}"
+    times = {2: "twice", 4: "four times"}.get(frag.copies, f"{frag.copies} times")
+    return (f"Each element is held {times}, in one lane: registers {listed} hold the same "
+            f"elements. The diagram and the table label the first copy, the one `wmma.mma` "
+            f"reads.")
+
+
 def _entry(frag: FragmentMap, heading: str, users: list[str] | None,
            figures: dict[str, str]) -> list[str]:
     name = _slug(frag) + ".svg"
-    figures[name] = fragment_svg(frag, frag.name)
+    title = frag.name if frag.copies == 1 else f"{frag.name}: first of {frag.copies} copies"
+    figures[name] = fragment_svg(frag, title)
     lines = [f"### {heading}", ""]
     if users:
         lines += ["Used by " + ", ".join(users) + ".", ""]
+    if frag.copies > 1:
+        lines += [_repeats(frag), ""]
     lines += [f"![{frag.name}](figures/{name})", "",
               "<details><summary>as text</summary>", "", "```text", frag.table(), "```", "",
               "</details>", ""]
@@ -165,6 +224,10 @@ def render() -> tuple[str, dict[str, str]]:
               "repeated for every 8 columns. They are tabulated, from the same `FragmentMap` "
               "data the simulator and the probes use, in [wgmma.md](wgmma.md) "
               "(`tcsim.wgmma_fragment(qualifier, operand)`).", ""]
+    lines += ["## WMMA (wmma.load, wmma.mma, wmma.store)", "", WMMA_TEXT, ""]
+    for shape, operand, type_ in WMMA:
+        frag = fragment_map(shape, operand, type_)
+        lines += _entry(frag, frag.name, users[_key(frag)], figures)
     lines += ["## ldmatrix and stmatrix", "", LDMATRIX_TEXT, ""]
     for matrices in (1, 2, 4):
         for transpose in (False, True):

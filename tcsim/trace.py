@@ -20,11 +20,13 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .isa.wmma.lowering import element_offsets, hmma_per_wmma, lower
 from .kernels import Kernel, kernel_named
 from .kernels.checks import check_mode
-from .kernels.machine import CP_ASYNC, ST_SHARED, Machine
-from .kernels.params import ELEMENT_BYTES, GemmParams
+from .kernels.machine import CP_ASYNC, LD_SHARED, ST_SHARED, Machine
+from .kernels.params import GemmParams
 from .memory.access import access, parse_instruction
+from .memory.local import local_sectors
 
 SECTOR = 32  # bytes: the unit of global-memory traffic
 BANK_PERIOD = 128  # bytes: shifting a warp's addresses by this keeps every bank
@@ -50,10 +52,15 @@ LDGSTS_WAVEFRONTS = \
     "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts_cache_bypass.sum"
 LDGSTS_CONFLICTS = \
     "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts_cache_bypass.sum"
+LOCAL_LD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum"
+LOCAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"
+LOCAL_ST_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum"
+LOCAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"
 METRICS = (LDSM, SHARED_LD_WAVEFRONTS, SHARED_LD_CONFLICTS, SHARED_ST_INST, SHARED_ST_WAVEFRONTS,
            SHARED_ST_CONFLICTS, HMMA, GLOBAL_LD_REQUESTS, GLOBAL_LD_SECTORS, GLOBAL_ST_REQUESTS,
            GLOBAL_ST_SECTORS)
 ASYNC_METRICS = (LDGSTS_INST, LDGSTS_REQUESTS, LDGSTS_SECTORS, LDGSTS_WAVEFRONTS, LDGSTS_CONFLICTS)
+LOCAL_METRICS = (LOCAL_LD_REQUESTS, LOCAL_LD_SECTORS, LOCAL_ST_REQUESTS, LOCAL_ST_SECTORS)
 
 
 @dataclass
@@ -68,6 +75,7 @@ class Site:
     requests: int = 0  # global memory
     sectors: int = 0
     mma: int = 0  # tensor-core instructions
+    ptx: str = ""  # the PTX instruction when ptxas makes ``instruction`` of it (wmma)
 
     @property
     def conflicts(self) -> int:
@@ -77,7 +85,7 @@ class Site:
     def space(self) -> str:
         inst = self.instruction
         return "async" if inst.startswith("cp.async") else "global" if ".global" in inst else \
-            "tensor" if inst.startswith("mma") else "shared"
+            "local" if ".local" in inst else "tensor" if inst.startswith("mma") else "shared"
 
     def metrics(self) -> dict[str, int]:
         """This site's contribution to the Nsight Compute totals."""
@@ -93,6 +101,10 @@ class Site:
             side = "ld" if inst.startswith("ld") else "st"
             return {GLOBAL_LD_REQUESTS if side == "ld" else GLOBAL_ST_REQUESTS: self.requests,
                     GLOBAL_LD_SECTORS if side == "ld" else GLOBAL_ST_SECTORS: self.sectors}
+        if self.space == "local":
+            side = "ld" if inst.startswith("ld") else "st"
+            return {LOCAL_LD_REQUESTS if side == "ld" else LOCAL_ST_REQUESTS: self.requests,
+                    LOCAL_LD_SECTORS if side == "ld" else LOCAL_ST_SECTORS: self.sectors}
         if parse_instruction(inst).is_store:
             out = {SHARED_ST_WAVEFRONTS: self.wavefronts, SHARED_ST_CONFLICTS: self.conflicts}
             if inst.startswith("st."):
@@ -115,9 +127,11 @@ class Trace:
 
     @property
     def totals(self) -> dict[str, int]:
-        """Predicted Nsight Compute counters (the cp.async ones only when the kernel has any)."""
-        asynchronous = any(s.space == "async" for s in self.sites.values())
-        out = dict.fromkeys(METRICS + (ASYNC_METRICS if asynchronous else ()), 0)
+        """Predicted Nsight Compute counters (the cp.async and local-memory ones only when the
+        kernel has any)."""
+        spaces = {s.space for s in self.sites.values()}
+        out = dict.fromkeys(METRICS + (ASYNC_METRICS if "async" in spaces else ()) +
+                            (LOCAL_METRICS if "local" in spaces else ()), 0)
         for site in self.sites.values():
             for key, value in site.metrics().items():
                 out[key] = out.get(key, 0) + value
@@ -135,10 +149,11 @@ class Trace:
         M, N, K = self.problem
         head = ("site", "instruction", "executed", "wavefronts", "ideal", "conflicts", "sectors",
                 "mma")
-        rows = [(s.name, s.instruction, s.executions,
+        rows = [(s.name, f"{s.ptx} -> {s.instruction}" if s.ptx else s.instruction,
+                 s.executions,
                  *((s.wavefronts, s.ideal, s.conflicts) if s.space in ("shared", "async")
                    else ("",) * 3),
-                 s.sectors if s.space in ("global", "async") else "", s.mma or "")
+                 s.sectors if s.space in ("global", "async", "local") else "", s.mma or "")
                 for s in self.sites.values()]
         lines = [f"{self.kernel} on M={M} N={N} K={K}", *_table(head, rows), "", "totals:"]
         width = max(len(k) for k in self.totals)
@@ -198,9 +213,10 @@ class Tracer(Machine):
         super().__init__(kernel, params, M, N, K, checks if exhaustive else "off")
         self.report.mode = check_mode(checks)  # address errors follow it in either case
         for name, elements in (("block_k", params.block_k), ("block_n", params.block_n)):
-            if elements * ELEMENT_BYTES % SECTOR:
+            if elements * params.element_bytes("A") % SECTOR:
                 raise ValueError(f"tcsim.trace counts one block: {name}={elements} must be a "
-                                 f"multiple of 16 so every block sees the same sectors")
+                                 f"multiple of {SECTOR // params.element_bytes('A')} so every "
+                                 f"block sees the same sectors")
         grid_n, grid_m = params.grid(self.M, self.N)  # checked ints, numpy's converted
         self.grid = (grid_m, grid_n)
         self.blocks = 1 if exhaustive else grid_m * grid_n
@@ -213,8 +229,8 @@ class Tracer(Machine):
         else:  # representative iterations: no race or initialization bookkeeping
             self.block_rows, self.block_cols, self.checker = rows, cols, None
 
-    def _site(self, name: str, instruction: str) -> Site:
-        site = self.sites.setdefault(name, Site(name, instruction))
+    def _site(self, name: str, instruction: str, ptx: str = "") -> Site:
+        site = self.sites.setdefault(name, Site(name, instruction, ptx=ptx))
         if site.instruction != instruction:
             raise ValueError(f"site {name!r} issues {site.instruction}, not {instruction}")
         return site
@@ -234,26 +250,78 @@ class Tracer(Machine):
             yield k
         self.weight = 1
 
-    def _count_global(self, site, spelling, offsets) -> None:
-        """Count a global access's requests and 32-byte sectors."""
-        lanes = offsets.reshape(-1, 32) * ELEMENT_BYTES // SECTOR  # one sector per lane
+    def _count_global(self, site, spelling, offsets, operand, ptx: str = "") -> None:
+        """Count a global access's requests and 32-byte sectors (``offsets`` in elements of
+        ``operand``; no lane's access crosses a sector)."""
+        lanes = offsets.reshape(-1, 32) * self.params.element_bytes(operand) // SECTOR
         lanes.sort(axis=1)
         sectors = int((1 + (np.diff(lanes, axis=1) != 0).sum(axis=1)).sum())
-        s = self._site(site, spelling)
+        s = self._site(site, spelling, ptx)
         if not spelling.startswith("cp.async"):  # cp.async's executions count on its shared side
             s.executions += lanes.shape[0] * self.times
         s.requests += lanes.shape[0] * self.times
         s.sectors += sectors * self.times
 
     def _load_global(self, site, spelling, operand, offsets, vector):
-        self._count_global(site, spelling, offsets)
-        return np.zeros(offsets.shape + (vector // 2,), np.uint32)
+        self._count_global(site, spelling, offsets, operand)
+        return np.zeros(offsets.shape + (vector * self.params.element_bytes(operand) // 4,),
+                        np.uint32)
 
     def _store_global(self, site, spelling, operand, offsets, registers):
-        self._count_global(site, spelling, offsets)
+        self._count_global(site, spelling, offsets, operand)
+
+    def _load_shared(self, site, addresses):
+        self._count_shared(site, LD_SHARED, addresses)
+        return np.zeros((1,) + addresses.shape + (1,), np.uint32)
+
+    def _count_local(self, site, spelling, offsets, width) -> None:
+        lanes = offsets.reshape(-1, 32)
+        s = self._site(site, spelling)
+        s.executions += lanes.shape[0] * self.times
+        s.requests += lanes.shape[0] * self.times
+        s.sectors += int(local_sectors(lanes, width).sum()) * self.times
+
+    def _load_local(self, site, spelling, offsets, width):
+        self._count_local(site, spelling, offsets, width)
+        return np.zeros((1,) + offsets.shape + (width // 4,), np.uint32)
+
+    def _store_local(self, site, spelling, offsets, registers):
+        self._count_local(site, spelling, offsets, 4 * registers.shape[-1])
+
+    def _wmma_load(self, site, spec, operand, layout, space, stride, matrix, offsets):
+        ptx = spec.load_ptx(operand, layout, space)
+        self._count_lowered(site, ptx, spec, operand, layout, space, stride, matrix, offsets)
+        blocks = (1,) if space == "shared" else ()  # global offsets have the blocks axis
+        return np.zeros(blocks + offsets.shape[:-1] + (spec.registers(operand),), np.uint32)
+
+    def _wmma_store(self, site, spec, layout, stride, matrix, offsets, registers):
+        ptx = spec.load_ptx("d", layout, "global")
+        self._count_lowered(site, ptx, spec, "d", layout, "global", stride, matrix, offsets)
+
+    def _count_lowered(self, site, ptx, spec, operand, layout, space, stride, matrix,
+                       offsets) -> None:
+        """Count the memory instructions a wmma.load or wmma.store becomes (docs/wmma.md)."""
+        start = element_offsets(spec, operand, layout, stride)[0, 0]
+        size = 1 if space == "global" else spec.element_bytes(operand)
+        origin = offsets[..., 0, :1] - start * size  # (..., 1): the fragment's element (0, 0)
+        for inst in lower(spec, operand, layout, space, stride):
+            lanes = origin + inst.offsets * size
+            if space == "global":
+                self._count_global(site, inst.spelling, lanes, matrix, ptx)
+            else:
+                self._count_shared(site, inst.spelling, lanes, ptx=ptx)
+
+    def _wmma_mma(self, site, spec, a, b, c):
+        batch = np.broadcast_shapes(*(np.shape(x)[:-2] for x in (a, b, c)))
+        hmma, qualifier = hmma_per_wmma(spec)
+        s = self._site(site, "mma.sync.aligned." + qualifier, spec.ptx)
+        count = int(np.prod(batch[1:], dtype=np.int64)) * hmma * self.times
+        s.executions += count
+        s.mma += count
+        return np.zeros(np.broadcast_shapes(np.shape(c), batch + np.shape(c)[-2:]), np.uint32)
 
     def _count_shared(self, site: str, spelling: str, addresses: np.ndarray,
-                      sources: np.ndarray | None = None) -> None:
+                      sources: np.ndarray | None = None, ptx: str = "") -> None:
         lanes = addresses.reshape(-1, 32)
         shifted = lanes - lanes.min(axis=1, keepdims=True) // BANK_PERIOD * BANK_PERIOD
         if sources is not None:  # cp.async: where in global memory matters too (access())
@@ -261,7 +329,7 @@ class Tracer(Machine):
             src = src - src.min(axis=1, keepdims=True) // BANK_PERIOD * BANK_PERIOD
             shifted = np.concatenate([shifted, src], 1)
         patterns, counts = np.unique(shifted, axis=0, return_counts=True)
-        s = self._site(site, spelling)
+        s = self._site(site, spelling, ptx)
         for pattern, count in zip(patterns, counts):
             a = access(spelling, pattern[:32], sources=None if sources is None else pattern[32:])
             s.wavefronts += a.wavefronts * int(count) * self.times
@@ -272,8 +340,9 @@ class Tracer(Machine):
         self._count_shared(site, ST_SHARED, addresses)
 
     def _copy_async(self, site, operand, offsets, addresses):
-        self._count_global(site, CP_ASYNC, offsets)
-        self._count_shared(site, CP_ASYNC, addresses, offsets * ELEMENT_BYTES)
+        self._count_global(site, CP_ASYNC, offsets, operand)
+        self._count_shared(site, CP_ASYNC, addresses,
+                           offsets * self.params.element_bytes(operand))
 
     def _ldmatrix(self, site, spelling, addresses, rows):
         n = rows.shape[-1]  # lanes that supply rows; the others' addresses are ignored

@@ -1,9 +1,10 @@
-"""The kernel ladder's CUDA twins on the GPU: `run` (D's bits) and `launch` (for Nsight Compute).
+"""The kernels' CUDA twins on the GPU: `run` (D's bits) and `launch` (for Nsight Compute).
 
-The twin of kernel ``kernelN`` is ``tcsim/hw/kernelN.cu``, compiled with the kernel's
-parameters as ``-D`` constants (`Kernel.defines`), launched on a (N / block_n, M / block_m) grid
-of ``threads``-thread blocks with the tiles' bytes of dynamic shared memory. The hw room knows
-the kernels only through that interface: name, parameters, defines.
+The twin of kernel ``kernelN`` is ``tcsim/hw/kernelN.cu`` (a seed kernel's, ``<name>.cu``),
+compiled with the kernel's parameters as ``-D`` constants (`Kernel.defines`), launched as
+`Kernel.launch_shape` says (the ladder: a (N / block_n, M / block_m) grid of ``threads``-thread
+blocks) with the tiles' bytes of dynamic shared memory. The hw room knows the kernels only
+through that interface: name, parameters, defines, launch shape.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ def launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
 
     kernel = kernel_named(kernel) if isinstance(kernel, str) else kernel
     p = kernel.params(**params)
+    kernel.check_epilogue(C, alpha, beta)
     A, B, C = check_operands(kernel, p, A, B, C)
     (M, K), N = A.shape, B.shape[1]
-    D = np.zeros((M, N), np.float16)
-    return Launch(kernel.source, kernel.entry, p.grid(M, N), (p.threads,),
+    D = np.zeros((M, N), p.output_dtype)
+    return Launch(kernel.source, kernel.entry, *kernel.launch_shape(p, M, N),
                   [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
                   kernel.defines(p), p.shared_bytes)
 
@@ -33,7 +35,7 @@ def launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
 def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha: float = 1.0,
         beta: float = 0.0, **params) -> np.ndarray:
     """``D = alpha * A @ B + beta * C`` computed by ``kernel``'s CUDA twin; same contract as
-    `tcsim.run`. Returns D (M, N) float16."""
+    `tcsim.run`. Returns D (M, N) of the kernel's output type."""
     runtime.require()
     import cupy
 

@@ -23,6 +23,7 @@ from ..isa.wmma.spec import (
     WmmaSpec,
     fragment_registers,
     load_cases,
+    memory_ptx,
     parse_wmma,
     store_cases,
     supported_wmma_qualifiers,
@@ -71,8 +72,7 @@ def _constraints(kind: str, name: str, count: int) -> str:
 def load_kernel(shape: str, operand: str, type_: str, layout: str, space: str) -> str:
     n = fragment_registers(shape, operand, type_)
     name = load_kernel_name(shape, operand, type_, layout, space)
-    ptx = (f"wmma.load.{operand}.sync.aligned.{layout}.{shape}.{space}.{type_} "
-           f"{_operands(0, n)}, [%{n}], %{n + 1};")
+    ptx = f"{memory_ptx(shape, operand, type_, layout, space)} {_operands(0, n)}, [%{n}], %{n + 1};"
     if space == "shared":
         stage = ["    __shared__ u32 tile[TCSIM_SHARED_WORDS];",
                  "    for (int i = threadIdx.x; i < words; i += 32) tile[i] = src[i];",
@@ -97,8 +97,7 @@ def load_kernel(shape: str, operand: str, type_: str, layout: str, space: str) -
 def store_kernel(shape: str, type_: str, layout: str, space: str) -> str:
     n = fragment_registers(shape, "d", type_)
     name = store_kernel_name(shape, type_, layout, space)
-    ptx = (f"wmma.store.d.sync.aligned.{layout}.{shape}.{space}.{type_} "
-           f"[%0], {_operands(1, n)}, %{n + 1};")
+    ptx = f"{memory_ptx(shape, 'd', type_, layout, space)} [%0], {_operands(1, n)}, %{n + 1};"
     lines = [
         f'extern "C" __global__ void {name}(const u32* __restrict__ regs, '
         "u32* __restrict__ dst, int stride, int words)",

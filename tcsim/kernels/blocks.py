@@ -27,10 +27,11 @@ class SharedTile:
     operand: str
     layout: Layout
     base: int  # byte address of the tile's start
+    element_bytes: int = 2  # f16
 
     def address(self, rows, cols) -> np.ndarray:
         """Byte addresses of elements (rows, cols) of the tile."""
-        return self.base + byte_addresses(self.layout.offset(rows, cols))
+        return self.base + byte_addresses(self.layout.offset(rows, cols), self.element_bytes)
 
     @property
     def swizzle(self) -> Swizzle:
@@ -61,8 +62,8 @@ def shared_tiles(p: GemmParams, swizzled: bool, stage: int = 0) -> tuple[SharedT
     if swizzled:
         a = Swizzled(a, conflict_free_swizzle(p.block_k))
         b = Swizzled(b, conflict_free_swizzle(p.block_n))
-    base = stage * p.stage_bytes
-    return SharedTile("A", a, base), SharedTile("B", b, base + p.a_tile_bytes)
+    base, size = stage * p.stage_bytes, p.element_bytes("A")
+    return SharedTile("A", a, base, size), SharedTile("B", b, base + p.a_tile_bytes, size)
 
 
 # ---- global -> shared copies -------------------------------------------------------------------
@@ -71,26 +72,23 @@ def shared_tiles(p: GemmParams, swizzled: bool, stage: int = 0) -> tuple[SharedT
 def tile_vectors(p: GemmParams, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
     """(row, col) of the 16-byte vectors each thread copies: thread t takes vectors t,
     t + threads, t + 2 * threads, ... in row-major order. Shape (warps, per thread, 32)."""
-    per_row = cols // VECTOR
+    per_row = cols // p.vector
     per_thread = rows * per_row // p.threads
     thread = np.arange(p.warps)[:, None, None] * 32 + np.arange(32)
     v = np.arange(per_thread)[None, :, None] * p.threads + thread
-    return v // per_row, v % per_row * VECTOR
-
-
-def _tile_shape(p: GemmParams, tile: SharedTile) -> tuple[int, int]:
-    return (p.block_m, p.block_k) if tile.operand == "A" else (p.block_k, p.block_n)
+    return v // per_row, v % per_row * p.vector
 
 
 def load_tile(m: Machine, tile: SharedTile, k_tile: int) -> np.ndarray:
     """Global -> registers: this thread's vectors of the operand's (block, k) tile."""
-    rows, cols = tile_vectors(m.params, *_tile_shape(m.params, tile))
-    return m.load_global(f"{tile.operand}_gmem_load", tile.operand, rows, cols, k_tile)
+    rows, cols = tile_vectors(m.params, *tile_shape(m.params, tile.operand))
+    return m.load_global(f"{tile.operand}_gmem_load", tile.operand, rows, cols, k_tile,
+                         m.params.vector)
 
 
 def store_tile(m: Machine, tile: SharedTile, registers: np.ndarray) -> None:
     """Registers -> shared: each vector at its place in the tile's layout."""
-    rows, cols = tile_vectors(m.params, *_tile_shape(m.params, tile))
+    rows, cols = tile_vectors(m.params, *tile_shape(m.params, tile.operand))
     m.store_shared(f"{tile.operand}_smem_store", tile.address(rows, cols), registers)
 
 
@@ -100,9 +98,14 @@ def copy_tile(m: Machine, tile: SharedTile, k_tile: int) -> None:
 
 def copy_tile_async(m: Machine, tile: SharedTile, k_tile: int) -> None:
     """Global -> shared without registers: one ``cp.async.cg`` (16 bytes) per vector."""
-    rows, cols = tile_vectors(m.params, *_tile_shape(m.params, tile))
+    rows, cols = tile_vectors(m.params, *tile_shape(m.params, tile.operand))
     m.copy_async(f"{tile.operand}_cp_async", tile.operand, rows, cols, k_tile,
                  tile.address(rows, cols))
+
+
+def tile_shape(p: GemmParams, operand: str) -> tuple[int, int]:
+    """(rows, cols) of the block's A or B tile."""
+    return (p.block_m, p.block_k) if operand == "A" else (p.block_k, p.block_n)
 
 
 # ---- shared -> register fragments ------------------------------------------------------------

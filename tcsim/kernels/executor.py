@@ -13,6 +13,7 @@ import numpy as np
 from ..isa.fragments import ldmatrix_fragment
 from ..isa.mma import mma_regs
 from ..isa.validate import check_memory, real_scalar
+from ..isa.wmma import wmma_fragment, wmma_regs
 from ..memory.access import parse_instruction
 from .kernel import Kernel
 from .machine import Machine
@@ -35,6 +36,13 @@ class Executor(Machine):
     def begin_blocks(self, rows, cols) -> None:
         super().begin_blocks(rows, cols)
         self.shared = np.zeros((rows.size, self.params.shared_bytes // 4), np.uint32)
+        self.local = None  # each thread's local memory, made by the first local access
+
+    def _local_words(self) -> np.ndarray:
+        if self.local is None:
+            self.local = np.zeros((self.block_rows.size, self.params.warps, 32,
+                                   self.local_bytes // 4), np.uint32)
+        return self.local
 
     def k_tiles(self, start=0, stop=None):
         return iter(range(start, self.k_tile_count if stop is None else stop))
@@ -47,15 +55,51 @@ class Executor(Machine):
         return np.ascontiguousarray(values).view(np.uint32)
 
     def _store_global(self, site, spelling, operand, offsets, registers):
-        values = np.ascontiguousarray(registers, np.uint32).view(np.uint16)
-        self.memory[operand][offsets[..., None] + np.arange(values.shape[-1])] = values
+        memory = self.memory[operand]
+        values = np.ascontiguousarray(registers, np.uint32).view(memory.dtype)
+        memory[offsets[..., None] + np.arange(values.shape[-1])] = values
+
+    def _load_shared(self, site, addresses):
+        return self.shared[self._block_index(addresses.ndim), addresses // 4][..., None]
+
+    def _local_index(self, offsets, width):
+        """Index arrays into ``self.local`` for each lane's ``width`` bytes at ``offsets``
+        (warps, ..., 32): (block, warp, lane, word)."""
+        words = offsets[..., None] // 4 + np.arange(width // 4)
+        block = self._block_index(words.ndim)
+        warp = np.arange(offsets.shape[0]).reshape((-1,) + (1,) * (words.ndim - 1))
+        lane = np.arange(32)[:, None]
+        return block, warp, lane, words
+
+    def _load_local(self, site, spelling, offsets, width):
+        return self._local_words()[self._local_index(offsets, width)]
+
+    def _store_local(self, site, spelling, offsets, registers):
+        self._local_words()[self._local_index(offsets, 4 * registers.shape[-1])] = registers
+
+    def _wmma_load(self, site, spec, operand, layout, space, stride, matrix, offsets):
+        frag = wmma_fragment(spec, operand)
+        if space == "global":
+            bits = self.memory[matrix][offsets]
+        else:  # byte addresses of 16- or 32-bit elements
+            size = spec.element_bytes(operand)
+            view = self.shared.view(np.uint16 if size == 2 else np.uint32)
+            bits = view[self._block_index(offsets.ndim), offsets // size]
+        return frag.to_registers(bits)
+
+    def _wmma_store(self, site, spec, layout, stride, matrix, offsets, registers):
+        self.memory[matrix][offsets] = wmma_fragment(spec, "d").from_registers(registers)
+
+    def _wmma_mma(self, site, spec, a, b, c):
+        return wmma_regs(spec.qualifier, a, b, c)
 
     def _store_shared(self, site, addresses, registers):
         words = addresses[..., None] // 4 + np.arange(4)
         self.shared[self._block_index(words.ndim), words] = registers
 
     def _copy_async(self, site, operand, offsets, addresses):
-        self._store_shared(site, addresses, self._load_global(site, "", operand, offsets, 8))
+        vector = self.params.vector
+        self._store_shared(site, addresses, self._load_global(site, "", operand, offsets, vector))
 
     def _ldmatrix(self, site, spelling, addresses, rows):
         inst = parse_instruction(spelling)
@@ -86,6 +130,7 @@ def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None
 
     kernel = kernel_named(kernel)
     p = kernel.params(**params)
+    kernel.check_epilogue(C, alpha, beta)
     if checks == "collect":
         raise ValueError("tcsim.run returns D: use checks='warn', or tcsim.trace(..., "
                          "checks='collect') to gather the problems")
@@ -95,27 +140,29 @@ def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None
 
 
 def check_operands(kernel: Kernel, p: GemmParams, A, B, C) -> tuple[np.ndarray, ...]:
-    """A, B, C as float16 matrices of matching shapes the tiles divide (C None: zeros)."""
-    A, B = _matrix("A", A), _matrix("B", B)
+    """A, B, C as matrices of the kernel's types and matching shapes the tiles divide (C
+    None: zeros)."""
+    A, B = _matrix("A", A, p.inputs), _matrix("B", B, p.inputs)
     (M, K), (K2, N) = A.shape, B.shape
     if K2 != K:
         raise ValueError(f"A is {M}x{K} but B is {K2}x{N}: B needs {K} rows")
     if C is not None:
-        C = _matrix("C", C)
+        C = _matrix("C", C, p.output)
         if C.shape != (M, N):
             raise ValueError(f"C must be {M}x{N} (M x N), got {C.shape[0]}x{C.shape[1]}")
     p.check_problem(M, N, K, kernel.name)
     # A, B and C in one contiguous copy each (at worst), and D: refused before any of them.
-    check_memory(2 * (M * K + K * N + 2 * M * N), f"{kernel.name} on M={M}, N={N}, K={K}",
+    a, c = p.element_bytes("A"), p.element_bytes("C")
+    check_memory(a * (M * K + K * N) + 2 * c * M * N, f"{kernel.name} on M={M}, N={N}, K={K}",
                  error=ProblemSizeError)
-    return A, B, np.zeros((M, N), np.float16) if C is None else C
+    return A, B, np.zeros((M, N), p.output_dtype) if C is None else C
 
 
-def _matrix(name: str, x) -> np.ndarray:
+def _matrix(name: str, x, dtype: str) -> np.ndarray:
     x = np.asarray(x)
-    if x.dtype != np.float16:
-        raise TypeError(f"{name} must be float16 (the ladder's kernels are f16 GEMMs), "
-                        f"got {x.dtype}")
+    if x.dtype != np.dtype(np.float16 if dtype == "f16" else np.float32):
+        raise TypeError(f"{name} must be {np.dtype(np.float16 if dtype == 'f16' else np.float32)}"
+                        f" for this kernel (its {name} elements are {dtype}), got {x.dtype}")
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {x.shape}")
     return x
@@ -123,17 +170,20 @@ def _matrix(name: str, x) -> np.ndarray:
 
 def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
             checks: str = "raise") -> np.ndarray:
-    """Run ``kernel``'s schedule on every block; D as float16 (M, N)."""
-    A, B, C = (np.ascontiguousarray(x).view(np.uint16) for x in (A, B, C))
-    D = np.zeros(C.shape, np.uint16)
+    """Run ``kernel``'s schedule on every block; D (M, N) of the kernel's output type."""
+    A, B, C = (np.ascontiguousarray(x) for x in (A, B, C))
+    A, B, C = (x.view(np.uint16 if x.itemsize == 2 else np.uint32) for x in (A, B, C))
+    D = np.zeros_like(C)
     ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta), checks)
     grid_n, grid_m = params.grid(ex.M, ex.N)
     rows, cols = (x.ravel() for x in np.divmod(np.arange(grid_m * grid_n), grid_n))
     acc_bytes = params.warps * params.warp_m * params.warp_n * (2 if params.accumulate == "f16"
                                                                 else 4)
-    group = max(1, MAX_REGISTER_BYTES // (8 * acc_bytes))  # temporaries are several times acc
+    local_bytes = params.threads * kernel.local_bytes(params)
+    # temporaries are several times acc
+    group = max(1, MAX_REGISTER_BYTES // (8 * acc_bytes + local_bytes))
     for start in range(0, rows.size, group):
         ex.begin_blocks(rows[start:start + group], cols[start:start + group])
         kernel.issue(ex)
         ex.end_blocks()
-    return D.view(np.float16)
+    return D.view(params.output_dtype)

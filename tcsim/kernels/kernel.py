@@ -1,4 +1,5 @@
-"""`Kernel`: one rung of the ladder, its schedule, default tiles and the name of its CUDA twin."""
+"""`Kernel`: one rung of the ladder (or a seed's kernel), its schedule, default tiles and the
+name of its CUDA twin."""
 
 from __future__ import annotations
 
@@ -15,15 +16,16 @@ class Kernel:
     """A GEMM kernel ``D = alpha * A @ B + beta * C`` (f16 in and out) as a schedule.
 
     ``program(machine, params, A_smem, B_smem)`` issues the kernel's instructions on the
-    shared-memory tiles that ``tiles(params)`` gives; ``source`` is the CUDA twin in
+    shared-memory tiles that ``tiles(params)`` gives (none for a kernel without shared
+    tiles: then ``program(machine, params)``); ``source`` is the CUDA twin in
     ``tcsim/hw``; ``requires`` checks what this
     kernel asks of the tile sizes beyond `GemmParams`' own rules.
     """
 
     name: str
     summary: str
-    program: Callable[[Machine, GemmParams, SharedTile, SharedTile], None]
-    tiles: Callable[[GemmParams], tuple[SharedTile, SharedTile]]
+    program: Callable[..., None]
+    tiles: Callable[[GemmParams], tuple[SharedTile, ...]]
     defaults: GemmParams
     requires: Callable[[GemmParams], None] = lambda p: one_stage_m16n8k8(p)
     twin: str = ""  # the CUDA kernel this one compiles from, when not its own name
@@ -31,6 +33,16 @@ class Kernel:
     # keeps registers to fit that many (too many spills, too few starves the tensor cores).
     blocks_per_sm: tuple[tuple[str, int], ...] = (("f16", 1), ("f32", 1))
     plants: tuple[str, ...] = ()  # planted bugs: PLANT_<name> macros of the twin
+    options: tuple[tuple[str, int], ...] = ()  # other compile-time constants of the twin
+    # Bytes of local memory each thread of the schedule uses (an array the compiler cannot
+    # keep in registers, as seed 004's accumulator tile).
+    local_bytes: Callable[[GemmParams], int] = lambda p: 0
+    # False for the seeds' kernels, which store A @ B and read no C (no alpha, beta).
+    takes_c: bool = True
+    # The twin's launch: (grid, block) for (params, M, N); default (N / block_n, M / block_m)
+    # blocks of `threads` threads.
+    launch_shape: Callable[[GemmParams, int, int], tuple[tuple[int, ...], tuple[int, ...]]] = \
+        lambda p, M, N: (p.grid(M, N), (p.threads,))
 
     @property
     def entry(self) -> str:
@@ -50,17 +62,25 @@ class Kernel:
 
     def issue(self, machine: Machine) -> None:
         """Run the schedule on ``machine`` (an executor or a tracer)."""
+        machine.allocate_local(self.local_bytes(machine.params))
         self.program(machine, machine.params, *self.tiles(machine.params))
+
+    def check_epilogue(self, C, alpha, beta) -> None:
+        """A kernel that stores A @ B refuses a C, alpha or beta it would ignore."""
+        if not self.takes_c and (C is not None or alpha != 1 or beta != 0):
+            raise ValueError(f"{self.name} stores A @ B as its seed does: it reads no C and has "
+                             f"no alpha or beta (got C={'given' if C is not None else None}, "
+                             f"alpha={alpha}, beta={beta})")
 
     def defines(self, p: GemmParams) -> dict[str, int]:
         """The CUDA twin's compile-time constants for ``p``: tiles, accumulator, swizzles."""
-        a, b = self.tiles(p)
         out = {"BM": p.block_m, "BN": p.block_n, "BK": p.block_k, "WM": p.warp_m,
                "WN": p.warp_n, "WK": p.warp_k, "ACC_F32": int(p.accumulate == "f32"),
                "MMA_K": p.mma_k, "STAGES": p.stages,
                "MIN_BLOCKS": dict(self.blocks_per_sm)[p.accumulate]}
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
-        for tile in (a, b):
+        out.update(self.options)
+        for tile in self.tiles(p):  # none for a kernel without shared tiles
             s = tile.swizzle
             out.update({f"{tile.operand}_SWZ_BITS": s.bits, f"{tile.operand}_SWZ_BASE": s.base,
                         f"{tile.operand}_SWZ_SHIFT": s.shift})

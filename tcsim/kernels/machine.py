@@ -27,6 +27,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..isa.validate import INT64_LIMIT, integer_array
+from ..isa.wmma import parse_wmma
+from ..isa.wmma.lowering import element_offsets, lower
 from ..memory.access import parse_instruction
 from .checks import (
     DivergentWarpError,
@@ -44,9 +46,12 @@ WARP = 32
 # Tile loads bypass L1 (.cg): L1-cached loads fill L1's data banks, which shared memory shares,
 # and Nsight Compute then counts extra shared-store conflicts that depend on timing
 # (docs/kernels.md). C is read once, after every shared access, through L1.
-LD_GLOBAL = {8: "ld.global.cg.v4.u32", 2: "ld.global.b32"}  # by f16 elements per lane
-ST_GLOBAL = {2: "st.global.b32"}
+LD_GLOBAL = {16: "ld.global.cg.v4.u32", 4: "ld.global.b32"}  # by bytes per lane
+ST_GLOBAL = {4: "st.global.b32", 8: "st.global.v2.f32"}
 ST_SHARED = "st.shared.v4.b32"
+LD_SHARED = "ld.shared.b32"
+LD_LOCAL = {8: "ld.local.v2.f32"}  # by bytes per lane
+ST_LOCAL = {8: "st.local.v2.f32", 16: "st.local.v4.f32"}
 CP_ASYNC = "cp.async.cg.shared.global.16"  # L2 -> shared, 16 bytes a lane, no registers
 LDMATRIX = "ldmatrix.sync.aligned.m8n8.{}.shared.b16"
 
@@ -75,6 +80,7 @@ class Machine(ABC):
         self.alpha, self.beta = np.float32(1), np.float32(0)  # the epilogue's scalars
         self.report = Report(kernel, checks)
         self.active = np.ones(WARP, bool)  # lanes that execute (see `lanes`)
+        self.local_bytes = 0  # each thread's local memory (`allocate_local`)
         self.checker: SharedChecker | None = None
         self.begin_blocks(np.zeros(1, np.int64), np.zeros(1, np.int64))
 
@@ -112,15 +118,98 @@ class Machine(ABC):
 
     def load_global(self, site: str, operand: str, rows, cols, k_tile: int = 0,
                     vector: int = 8) -> np.ndarray:
-        """Each lane loads ``vector`` f16 elements from ``operand[row, col:col+vector]``."""
+        """Each lane loads ``vector`` elements from ``operand[row, col:col+vector]``."""
         offsets = self.global_elements(site, operand, rows, cols, k_tile, vector)
-        return self._load_global(site, LD_GLOBAL[vector], operand, offsets, vector)
+        spelling = LD_GLOBAL[vector * self.params.element_bytes(operand)]
+        return self._load_global(site, spelling, operand, offsets, vector)
 
     def store_global(self, site: str, operand: str, rows, cols, registers) -> None:
-        """Each lane stores its registers' f16 pairs to ``operand[row, col:col+2]``."""
-        vector = 2 * np.shape(registers)[-1]
+        """Each lane stores its registers to ``operand[row, col:col+vector]`` (f16 pairs, or
+        f32 values, one per register)."""
+        size = 4 * np.shape(registers)[-1]
+        vector = size // self.params.element_bytes(operand)
         offsets = self.global_elements(site, operand, rows, cols, 0, vector)
-        self._store_global(site, ST_GLOBAL[vector], operand, offsets, registers)
+        self._store_global(site, ST_GLOBAL[size], operand, offsets, registers)
+
+    def load_shared(self, site: str, addresses) -> np.ndarray:
+        """``ld.shared.b32``: each lane reads one 32-bit word; registers (..., 32, 1)."""
+        addresses = self.integers(site, "shared addresses", addresses)
+        self.check_shared(site, LD_SHARED, addresses, 4)
+        if self.checker is not None:
+            self.checker.read(site, LD_SHARED, addresses)
+        return self._load_shared(site, addresses)
+
+    def allocate_local(self, size: int) -> None:
+        """Give every thread ``size`` bytes of local memory (a per-thread array that the
+        compiler cannot keep in registers), zero until written."""
+        self.local_bytes = size
+
+    def load_local(self, site: str, offsets, width: int) -> np.ndarray:
+        """``ld.local``: each lane reads ``width`` bytes at byte ``offset`` of its own local
+        memory; registers (..., 32, width / 4)."""
+        offsets = self.check_local(site, offsets, width)
+        return self._load_local(site, LD_LOCAL[width], offsets, width)
+
+    def store_local(self, site: str, offsets, registers) -> None:
+        """``st.local``: each lane writes its registers at byte ``offset`` of its local memory."""
+        width = 4 * np.shape(registers)[-1]
+        offsets = self.check_local(site, offsets, width)
+        self._store_local(site, ST_LOCAL[width], offsets, registers)
+
+    def wmma_load_global(self, site: str, qualifier: str, operand: str, layout: str,
+                         matrix: str, rows, cols, k_tile: int = 0) -> np.ndarray:
+        """``wmma.load.<operand>.sync.aligned.<layout>.<shape>.global.<type>`` of fragments
+        whose element (0, 0) is ``matrix[rows, cols]`` (one per warp and tile: no lane axis),
+        with the matrix's row length as the stride, as seed 003 passes it. In the col layout,
+        fragment element (r, c) is read from ``matrix[row + c, col + r]``. Registers
+        (blocks, ..., 32, registers) in the H100's fragment map."""
+        spec, spelling = self._wmma(qualifier, operand, layout, "global")
+        self.require_full_warp(site, spelling)
+        stride = self.shapes[matrix][1]
+        coords = wmma_coords(spec, operand, layout)
+        rows = self.integers(site, f"{matrix} rows", rows)[..., None, None] + coords[..., 0]
+        cols = self.integers(site, f"{matrix} columns", cols)[..., None, None] + coords[..., 1]
+        offsets = self.global_elements(site, matrix, rows, cols, k_tile, 1)
+        return self._wmma_load(site, spec, operand, layout, "global", stride, matrix, offsets)
+
+    def wmma_load_shared(self, site: str, qualifier: str, operand: str, layout: str,
+                         addresses, stride: int) -> np.ndarray:
+        """``wmma.load`` from shared memory: each fragment's element (0, 0) at byte address
+        ``addresses`` (one per warp and tile), rows (or columns, for col) ``stride`` elements
+        apart."""
+        spec, spelling = self._wmma(qualifier, operand, layout, "shared")
+        self.require_full_warp(site, spelling)
+        size = spec.element_bytes(operand)
+        origin = self.integers(site, "shared addresses", addresses)[..., None]
+        offsets = origin[..., None] + element_offsets(spec, operand, layout, stride) * size
+        self.check_shared(site, spelling, offsets, size)
+        if self.checker is not None:
+            for access in lower(spec, operand, layout, "shared", stride):
+                self.checker.read(site, access.spelling, origin + access.offsets * size)
+        return self._wmma_load(site, spec, operand, layout, "shared", stride, None, offsets)
+
+    def wmma_store_global(self, site: str, qualifier: str, layout: str, matrix: str, rows,
+                          cols, registers) -> None:
+        """``wmma.store.d.sync.aligned.<layout>.<shape>.global.<type>``: the inverse of
+        `wmma_load_global`."""
+        spec, spelling = self._wmma(qualifier, "d", layout, "global")
+        self.require_full_warp(site, spelling)
+        coords = wmma_coords(spec, "d", layout)
+        rows = self.integers(site, f"{matrix} rows", rows)[..., None, None] + coords[..., 0]
+        cols = self.integers(site, f"{matrix} columns", cols)[..., None, None] + coords[..., 1]
+        offsets = self.global_elements(site, matrix, rows, cols, 0, 1)
+        self._wmma_store(site, spec, layout, self.shapes[matrix][1], matrix, offsets, registers)
+
+    def wmma_mma(self, site: str, qualifier: str, a, b, c) -> np.ndarray:
+        """``wmma.mma.sync.aligned`` of ``qualifier`` on every (warp, tile) at once."""
+        spec = parse_wmma(qualifier)
+        self.require_full_warp(site, spec.ptx)
+        return self._wmma_mma(site, spec, a, b, c)
+
+    @staticmethod
+    def _wmma(qualifier: str, operand: str, layout: str, space: str):
+        spec = parse_wmma(qualifier)
+        return spec, spec.load_ptx(operand, layout, space)
 
     def store_shared(self, site: str, addresses, registers) -> None:
         """``st.shared.v4.b32``: each lane writes its 4 registers at its byte address."""
@@ -131,9 +220,10 @@ class Machine(ABC):
         self._store_shared(site, addresses, registers)
 
     def copy_async(self, site: str, operand: str, rows, cols, k_tile: int, addresses) -> None:
-        """``cp.async.cg.shared.global`` of 16 bytes: ``operand[row, col:col+8]`` -> shared."""
+        """``cp.async.cg.shared.global`` of 16 bytes: ``operand[row, col:col+vector]`` ->
+        shared (8 f16 or 4 f32 elements)."""
         addresses = self.integers(site, "shared addresses", addresses)
-        offsets = self.global_elements(site, operand, rows, cols, k_tile, 8)
+        offsets = self.global_elements(site, operand, rows, cols, k_tile, self.params.vector)
         self.check_shared(site, CP_ASYNC, addresses, 16)
         if self.checker is not None:
             self.checker.write(site, CP_ASYNC, addresses, asynchronous=True)
@@ -195,6 +285,27 @@ class Machine(ABC):
 
     @abstractmethod
     def _mma(self, site, a, b, c) -> np.ndarray: ...
+
+    @abstractmethod
+    def _load_shared(self, site, addresses) -> np.ndarray: ...
+
+    @abstractmethod
+    def _load_local(self, site, spelling, offsets, width) -> np.ndarray: ...
+
+    @abstractmethod
+    def _store_local(self, site, spelling, offsets, registers) -> None: ...
+
+    @abstractmethod
+    def _wmma_load(self, site, spec, operand, layout, space, stride, matrix,
+                   offsets) -> np.ndarray:
+        """``offsets``: (blocks, ..., 32, elements) element offsets into ``matrix`` (global)
+        or byte addresses (shared) of each lane's fragment elements."""
+
+    @abstractmethod
+    def _wmma_store(self, site, spec, layout, stride, matrix, offsets, registers) -> None: ...
+
+    @abstractmethod
+    def _wmma_mma(self, site, spec, a, b, c) -> np.ndarray: ...
 
     # ---- checks --------------------------------------------------------------------------------
 
@@ -263,6 +374,18 @@ class Machine(ABC):
                 f"{self.describe(0, where[0], where[-1])}: {what}",
                 site=site, block=0, warp=where[0], lane=where[-1], address=a)
 
+    def check_local(self, site: str, offsets, width: int) -> np.ndarray:
+        """Byte offsets into each thread's local memory, in range and aligned to ``width``."""
+        offsets = self.integers(site, "local offsets", offsets)
+        bad = (offsets < 0) | (offsets + width > self.local_bytes) | (offsets % width != 0)
+        if bad.any():
+            where = first_index(bad)
+            raise GlobalMemoryError(
+                f"{self.kernel} site {site!r}: {self.describe(0, where[0], where[-1])}: local "
+                f"offset {int(offsets[where])} (+{width} bytes) is misaligned or outside the "
+                f"thread's {self.local_bytes} bytes", site=site, warp=where[0], lane=where[-1])
+        return offsets
+
     def describe(self, block: int, warp: int, lane: int | None) -> str:
         """'block (m, n) warp w lane l' for block ``block`` of those in flight."""
         text = f"block ({int(self.block_rows[block])}, {int(self.block_cols[block])})"
@@ -271,6 +394,15 @@ class Machine(ABC):
         return text if lane is None else f"{text} lane {lane}"
 
 
-def byte_addresses(offsets) -> np.ndarray:
-    """f16 element offsets -> byte addresses."""
-    return np.asarray(offsets, np.int64) * ELEMENT_BYTES
+def byte_addresses(offsets, element_bytes: int = ELEMENT_BYTES) -> np.ndarray:
+    """Element offsets (f16 unless told) -> byte addresses."""
+    return np.asarray(offsets, np.int64) * element_bytes
+
+
+def wmma_coords(spec, operand: str, layout: str) -> np.ndarray:
+    """(32, elements, 2): where in memory, as (row, col) from the fragment's origin, each lane's
+    fragment element lies: (r, c) itself in the row layout, (c, r) in the col layout."""
+    from ..isa.wmma import wmma_fragment
+
+    coords = wmma_fragment(spec, operand).coords
+    return coords if layout == "row" else coords[..., ::-1]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+import numpy as np
+
 from ..isa.validate import integer
 from ..memory.shared import SM90_BLOCK_LIMIT
 
@@ -21,6 +23,9 @@ MMA_KS = (8, 16)
 VECTOR = 8  # f16 elements per 16-byte global load / shared store
 ELEMENT_BYTES = 2  # f16
 ACCUMULATE = ("f16", "f32")
+# Element types in global memory: f16 (the ladder, seed 003) or f32 (seed 004's tf32 kernel,
+# whose f32 data goes to the tensor cores as tf32).
+TYPE_BYTES = {"f16": 2, "f32": 4}
 # What the CUDA twin can launch: it takes M, N and K as int, and the grid is (N / block_n,
 # M / block_m) blocks, where CUDA allows at most 65,535 along y.
 MAX_SIZE = 2**31 - 1
@@ -45,17 +50,25 @@ class GemmParams:
     warp_k: int = 32
     accumulate: str = "f16"
     mma_k: int = 8  # m16n8k8 or m16n8k16
-    stages: int = 1  # shared-memory buffers of (A, B) tiles: >1 for a cp.async pipeline
+    # shared-memory buffers of (A, B) tiles: >1 for a cp.async pipeline, 0 for a kernel that
+    # loads its fragments straight from global memory
+    stages: int = 1
+    inputs: str = "f16"  # A's and B's element type in memory: "f16" or "f32" (tf32 mma)
+    output: str = "f16"  # C's and D's element type in memory
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "accumulate":
+            if f.name in ("accumulate", "inputs", "output"):
                 if value not in ACCUMULATE:
-                    raise ValueError(f"accumulate must be 'f16' or 'f32', got {value!r}")
+                    raise ValueError(f"{f.name} must be 'f16' or 'f32', got {value!r}")
             else:  # numpy integers are welcome, and stored as ints
-                object.__setattr__(self, f.name, integer(value, f.name, minimum=1,
-                                                         type_error=ValueError))
+                object.__setattr__(self, f.name, integer(
+                    value, f.name, minimum=0 if f.name == "stages" else 1,
+                    type_error=ValueError))
+        self._require(self.inputs == "f16" or (self.accumulate == "f32" and self.mma_k == 8),
+                      "f32 inputs run as tf32 m16n8k8 with f32 accumulators: they need "
+                      f"accumulate='f32' and mma_k=8, got {self.accumulate!r} and {self.mma_k}")
         self._require(self.warp_m % MMA_M == 0, f"warp_m={self.warp_m} must be a multiple of 16")
         self._require(self.warp_n % MMA_N == 0, f"warp_n={self.warp_n} must be a multiple of 8")
         self._require(self.mma_k in MMA_KS, f"mma_k must be 8 or 16, got {self.mma_k}")
@@ -68,9 +81,9 @@ class GemmParams:
         self._require(self.threads <= 1024,
                       f"{self.warps} warps ({self.threads} threads) exceed 1024 threads a block")
         for name, rows, cols in (("A", self.block_m, self.block_k),
-                                 ("B", self.block_k, self.block_n)):
-            vectors = rows * cols // VECTOR
-            self._require(cols % VECTOR == 0 and vectors % self.threads == 0,
+                                 ("B", self.block_k, self.block_n))[:2 if self.stages else 0]:
+            vectors = rows * cols // self.vector
+            self._require(cols % self.vector == 0 and vectors % self.threads == 0,
                           f"the {name} tile ({rows}x{cols}) must split into 16-byte vectors, an "
                           f"equal number per thread ({self.threads} threads)")
         self._require(self.shared_bytes <= SM90_BLOCK_LIMIT,
@@ -113,13 +126,27 @@ class GemmParams:
         """mma steps along K in one warp_k step."""
         return self.warp_k // self.mma_k
 
+    def element_bytes(self, operand: str) -> int:
+        """Bytes of one element of global operand "A", "B", "C" or "D"."""
+        return TYPE_BYTES[self.inputs if operand in ("A", "B") else self.output]
+
+    @property
+    def output_dtype(self) -> np.dtype:
+        """numpy's dtype of C and D."""
+        return np.dtype(np.float16 if self.output == "f16" else np.float32)
+
+    @property
+    def vector(self) -> int:
+        """A's and B's elements in one 16-byte vector (a copy's unit)."""
+        return 16 // TYPE_BYTES[self.inputs]
+
     @property
     def a_tile_bytes(self) -> int:
-        return self.block_m * self.block_k * ELEMENT_BYTES
+        return self.block_m * self.block_k * TYPE_BYTES[self.inputs]
 
     @property
     def b_tile_bytes(self) -> int:
-        return self.block_k * self.block_n * ELEMENT_BYTES
+        return self.block_k * self.block_n * TYPE_BYTES[self.inputs]
 
     @property
     def stage_bytes(self) -> int:
@@ -132,8 +159,10 @@ class GemmParams:
 
     @property
     def qualifier(self) -> str:
+        """The mma.sync the tiles are made of (f32 inputs: tf32)."""
         acc = self.accumulate
-        return f"m16n8k{self.mma_k}.row.col.{acc}.f16.f16.{acc}"
+        ab = "tf32" if self.inputs == "f32" else "f16"
+        return f"m16n8k{self.mma_k}.row.col.{acc}.{ab}.{ab}.{acc}"
 
     def grid(self, M: int, N: int) -> tuple[int, int]:
         """(blocks along N, blocks along M): CUDA's gridDim.x, gridDim.y."""

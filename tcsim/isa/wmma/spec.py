@@ -44,6 +44,12 @@ def matrix_dims(shape: str, operand: str) -> tuple[int, int]:
     return {"a": (m, k), "b": (k, n)}.get(operand, (m, n))
 
 
+def memory_ptx(shape: str, operand: str, type_: str, layout: str, space: str) -> str:
+    """The PTX of ``wmma.load.<operand>`` (a, b, c) or ``wmma.store.d``, without operands."""
+    verb = "store" if operand == "d" else "load"
+    return f"wmma.{verb}.{operand}.sync.aligned.{layout}.{shape}.{space}.{type_}"
+
+
 def fragment_registers(shape: str, operand: str, type_: str) -> int:
     """32-bit registers of a fragment, as PTX declares them.
 
@@ -93,6 +99,14 @@ class WmmaSpec(OperandTypes):
 
     def layout(self, operand: str) -> str:
         return {"a": self.a_layout, "b": self.b_layout}[operand]
+
+    def load_ptx(self, operand: str, layout: str, space: str) -> str:
+        """This instruction's ``wmma.load.<operand>`` (or ``wmma.store.d``) as PTX spells it."""
+        return memory_ptx(self.shape, operand, getattr(self, f"{operand}_type"), layout, space)
+
+    def element_bytes(self, operand: str) -> int:
+        """Bytes of one element of ``operand`` in memory (tf32 is stored as f32)."""
+        return 2 if getattr(self, f"{operand}_type") in ("f16", "bf16") else 4
 
 
 def parse_wmma(qualifier: str) -> WmmaSpec:
