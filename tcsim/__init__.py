@@ -35,7 +35,19 @@ from .isa.wmma import (
     wmma_fragment,
     wmma_regs,
 )
-from .kernels import GemmParams, kernel1, kernel2, kernel3, kernel4, kernel5, kernel6
+from .kernels import (
+    GemmParams,
+    kernel1,
+    kernel2,
+    kernel3,
+    kernel4,
+    kernel5,
+    kernel6,
+    tf32_puzzle,
+    wmma_basic,
+    wmma_basic_fixed,
+    wmma_shared,
+)
 from .kernels.checks import (
     AsyncCopyRaceError,
     DivergentWarpError,
@@ -66,7 +78,8 @@ __all__ = [
     "BF16", "F16", "F32", "TF32", "FloatFormat", "FragmentMap", "MmaSpec", "QualifierError",
     "AdderRule", "ArchProfile", "PROFILES", "fragment", "mma", "mma_regs", "parse", "profile",
     "supported_qualifiers", "Warp", "GemmParams", "kernel1", "kernel2", "kernel3", "kernel4",
-    "kernel5", "kernel6", "run", "trace", "Trace", "SimulationError", "SharedRaceError",
+    "kernel5", "kernel6", "wmma_basic", "wmma_basic_fixed", "wmma_shared", "tf32_puzzle",
+    "run", "trace", "Trace", "SimulationError", "SharedRaceError",
     "AsyncCopyRaceError", "UninitializedReadError", "SharedAddressError", "GlobalMemoryError",
     "DivergentWarpError", "WgmmaSpec", "parse_wgmma", "supported_wgmma_qualifiers", "wgmma",
     "wgmma_fragment", "wgmma_regs", "WmmaSpec", "parse_wmma", "supported_wmma_qualifiers",

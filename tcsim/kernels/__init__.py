@@ -1,8 +1,10 @@
-"""The kernel ladder as schedules: kernel1 .. kernel6, built from shared building blocks.
+"""The kernel ladder and the seeds' kernels as schedules, built from shared building blocks.
 
-Each kernel computes ``D = alpha * A @ B + beta * C`` on row-major float16 matrices and is one
-`Kernel`: a schedule that `tcsim.run` executes on bits and `tcsim.trace` counts, plus a CUDA
-twin of the same name in ``tcsim/hw``.
+Each ladder kernel (kernel1 .. kernel6) computes ``D = alpha * A @ B + beta * C`` on row-major
+float16 matrices; the seeds' kernels (`SEED_KERNELS`: wmma_basic, wmma_basic_fixed,
+wmma_shared, tf32_puzzle) store ``A @ B`` in f32 as their seeds do. Each is one `Kernel`: a
+schedule that `tcsim.run` executes on bits and `tcsim.trace` counts, plus a CUDA twin in
+``tcsim/hw``.
 """
 
 from .kernel import Kernel
@@ -13,8 +15,13 @@ from .kernel4 import kernel4
 from .kernel5 import kernel5
 from .kernel6 import kernel6
 from .params import GemmParams, ProblemSizeError
+from .tf32_puzzle import tf32_puzzle
+from .wmma_basic import wmma_basic, wmma_basic_fixed
+from .wmma_shared import wmma_shared
 
 KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5, kernel6)}
+# The seeds' own kernels (docs/seeds.md): seed 003's WMMA kernels and seed 004's tf32 kernel.
+SEED_KERNELS = {k.name: k for k in (wmma_basic, wmma_basic_fixed, wmma_shared, tf32_puzzle)}
 
 
 def kernel_named(name: str | Kernel) -> Kernel:
@@ -27,12 +34,13 @@ def kernel_named(name: str | Kernel) -> Kernel:
     if not isinstance(name, str):
         raise TypeError(f"kernel must be a Kernel such as tcsim.kernel1 or a name such as "
                         f"'kernel1', got {name!r}")
-    kernel = KERNELS.get(name) or PLANTED.get(name)
+    kernel = KERNELS.get(name) or SEED_KERNELS.get(name) or PLANTED.get(name)
     if kernel is None:
-        raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)} "
-                         f"and the planted bugs {', '.join(PLANTED)}")
+        raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)}, the seeds' "
+                         f"{', '.join(SEED_KERNELS)} and the planted bugs {', '.join(PLANTED)}")
     return kernel
 
 
-__all__ = ["GemmParams", "KERNELS", "Kernel", "ProblemSizeError", "kernel1", "kernel2",
-           "kernel3", "kernel4", "kernel5", "kernel6", "kernel_named"]
+__all__ = ["GemmParams", "KERNELS", "Kernel", "ProblemSizeError", "SEED_KERNELS", "kernel1",
+           "kernel2", "kernel3", "kernel4", "kernel5", "kernel6", "kernel_named", "tf32_puzzle",
+           "wmma_basic", "wmma_basic_fixed", "wmma_shared"]

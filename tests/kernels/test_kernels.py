@@ -202,7 +202,7 @@ def test_each_twin_is_written_from_its_kernels_parameters(name):
 
 def test_the_twins_spell_the_traced_tile_load():
     header = (HW / "gemm.cuh").read_text()
-    assert f'#define TILE_LOAD "{LD_GLOBAL[8]}"' in header
+    assert f'#define TILE_LOAD "{LD_GLOBAL[16]}"' in header
 
 
 def test_float_coordinates_and_addresses_in_a_schedule_are_refused():
