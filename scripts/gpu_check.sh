@@ -11,6 +11,7 @@
 # wgmma runs tests/hw/test_wgmma_hw.py (sm_90a; TCSIM_HW_WGMMA_COUNT random instructions per
 # family, default 20,000; fp8 elements for model fitting land in $OUT/wgmma_fp8_elements.npz).
 # wmma runs tests/hw/test_wmma_hw.py (fragment maps; TCSIM_HW_WMMA_COUNT per qualifier).
+# seeds runs tests/hw/test_seeds_hw.py (the seeds' kernels: bits and counters).
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 # tcsim is installed as users get it (not editable), and the tests run from a copy of tests/
 # outside the source tree, so the hardware tests compile the CUDA files the package installed.
@@ -68,6 +69,8 @@ elif [ "$mode" = wgmma ]; then  # wgmma.mma_async against the simulator (issue 1
   hw_tests test_wgmma_hw.py
 elif [ "$mode" = wmma ]; then  # WMMA: fragment maps and wmma.mma (issue 16)
   hw_tests test_wmma_hw.py
+elif [ "$mode" = seeds ]; then  # the seeds' kernels: bits and counters against the twins
+  hw_tests test_seeds_hw.py
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
   hw_tests test_kernels_hw.py
 elif [ "$mode" = checks ]; then  # planted bugs: compute-sanitizer against the simulator

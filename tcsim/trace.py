@@ -26,7 +26,7 @@ from .kernels.checks import check_mode
 from .kernels.machine import CP_ASYNC, LD_SHARED, ST_SHARED, Machine
 from .kernels.params import GemmParams
 from .memory.access import access, parse_instruction
-from .memory.local import local_sectors
+from .memory.local import local_requests, local_sectors
 
 SECTOR = 32  # bytes: the unit of global-memory traffic
 BANK_PERIOD = 128  # bytes: shifting a warp's addresses by this keeps every bank
@@ -278,7 +278,7 @@ class Tracer(Machine):
         lanes = offsets.reshape(-1, 32)
         s = self._site(site, spelling)
         s.executions += lanes.shape[0] * self.times
-        s.requests += lanes.shape[0] * self.times
+        s.requests += lanes.shape[0] * local_requests(width) * self.times
         s.sectors += int(local_sectors(lanes, width).sum()) * self.times
 
     def _load_local(self, site, spelling, offsets, width):

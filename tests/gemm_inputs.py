@@ -25,3 +25,25 @@ def gemm_inputs(rng, M: int, N: int, K: int, edge: bool = True):
             C[rng.integers(M, size=4), rng.integers(N, size=4)] = value
     alpha, beta = (float(np.float32(x)) for x in rng.uniform(-2, 2, 2))
     return A, B, C, alpha, beta
+
+
+def seed_inputs(rng, M: int, N: int, K: int, dtype, edge: bool = True):
+    """A and B for the seeds' kernels (they store A @ B): f16 as `gemm_inputs` draws them, or
+    f32 of mixed scale with, on purpose, subnormals, values whose low 13 bits (which tf32
+    drops) are all set, a row and column whose products overflow f32, and exact cancellation."""
+    if dtype == np.float16:
+        return gemm_inputs(rng, M, N, K, edge)[:2]
+    A = (rng.standard_normal((M, K)) * rng.choice([2.0**-20, 1, 2.0**20], (M, 1)))
+    B = (rng.standard_normal((K, N)) * rng.choice([2.0**-20, 1, 2.0**20], (1, N)))
+    A, B = A.astype(np.float32), B.astype(np.float32)
+    if edge:
+        for X in (A, B):
+            hit = rng.random(X.shape) < 0.01
+            X[hit] = rng.integers(1, 2**23, hit.sum()).astype(np.uint32).view(np.float32)
+            ones = rng.random(X.shape) < 0.01
+            X.view(np.uint32)[ones] |= 0x1FFF
+        A[rng.integers(M)] = 3e19  # with the column below: products past the f32 range
+        B[:, rng.integers(N)] = 3e19
+        j = rng.integers(N - 1)
+        B[:, j + 1] = -B[:, j]
+    return A, B

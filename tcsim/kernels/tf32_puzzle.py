@@ -17,8 +17,10 @@ What the source asks for, read from Modular's open source (docs/seeds.md gives t
   and the tile is zeroed first (1,024 floats, as 256 16-byte stores);
 - ``store_d`` writes the result in 8-byte pairs.
 
-The loads run as the source writes them: A's and B's fragments are read again for every
-(mma_m, mma_n) pair. A compiler may hoist those repeats; tcsim's twin, with inline PTX, does not.
+The source asks for A's and B's fragments again in every (mma_m, mma_n) iteration; ptxas
+keeps one load of each A fragment per (mma_k, mma_m) and of each B fragment per (mma_k, mma_n),
+even from the twin's inline PTX (Nsight Compute on the H100: 12 shared-load wavefronts per mma,
+not the 40 the repeated loads would take). The schedule issues what ptxas leaves.
 """
 
 from __future__ import annotations
@@ -88,12 +90,12 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
         m.wait_group(0)
         m.sync()
         for mma_k in range(p.block_k // p.mma_k):
-            # every (mma_m, mma_n) loads its own A and B fragments, as the source does
+            # A once per mma_m, B once per mma_n: what ptxas leaves of the source's loads
             k0 = mma_k * p.mma_k
             a_addr = A_smem.address(warp_row + mm + a[..., 0], k0 + a[..., 1])
             b_addr = B_smem.address(k0 + b[..., 0], warp_col + nn + b[..., 1])
-            a_addr = np.broadcast_to(a_addr, shape + a.shape[:2])
-            b_addr = np.broadcast_to(b_addr, shape + b.shape[:2])
+            a_addr = np.broadcast_to(a_addr, shape[:2] + (1,) + a.shape[:2])
+            b_addr = np.broadcast_to(b_addr, (p.warps, 1, p.tiles_n) + b.shape[:2])
             a_regs = _registers(m.load_shared("A_lds", a_addr))
             b_regs = _registers(m.load_shared("B_lds", b_addr))
             acc = _registers(m.load_local("acc_load", local, 8))

@@ -5,7 +5,9 @@ side so that "consecutive 32-bit words are accessed by consecutive thread IDs" (
 Programming Guide, device memory accesses): word ``w`` of lane ``l`` lies at byte
 ``4 * (32 w + l)`` of the warp's window. All lanes reading the same offset is one 128-byte
 line per word; lanes reading different offsets, as an array indexed by the lane's id, scatter
-over as many sectors as they have distinct words.
+over as many sectors as they have distinct words. Nsight Compute counts one request per 32-bit
+word a lane moves (an 8-byte access is 2 requests, a 16-byte one 4): measured on the H100 with
+seed 004's kernel, whose sectors this model also gives exactly (docs/seeds.md).
 """
 
 from __future__ import annotations
@@ -24,3 +26,8 @@ def local_sectors(offsets: np.ndarray, width: int) -> np.ndarray:
     physical = (words * WARP + np.arange(WARP)[:, None]) * 4  # byte in the warp's window
     sectors = np.sort((physical // SECTOR).reshape(*words.shape[:-2], -1), axis=-1)
     return 1 + (np.diff(sectors, axis=-1) != 0).sum(axis=-1)
+
+
+def local_requests(width: int) -> int:
+    """Requests Nsight Compute counts for one warp-wide local access of ``width`` bytes a lane."""
+    return max(1, width // 4)
