@@ -25,7 +25,7 @@ import numpy as np
 
 from . import __version__, fragment, mma, mma_regs, parse, supported_qualifiers
 from .isa import samples
-from .kernels import KERNELS, GemmParams
+from .kernels import KERNELS, SEED_KERNELS, GemmParams
 from .kernels.checks import SimulationError
 from .trace import trace
 
@@ -164,8 +164,8 @@ def _add_kernel_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("N", type=int)
     parser.add_argument("K", type=int)
     for f in fields(GemmParams):
-        if f.name == "accumulate":
-            parser.add_argument("--accumulate", choices=["f16", "f32"])
+        if f.name in ("accumulate", "inputs", "output"):
+            parser.add_argument(f"--{f.name}", choices=["f16", "f32"])
         else:
             parser.add_argument(f"--{f.name}", type=int, metavar="N",
                                 help=f"(default: the kernel's, e.g. {f.default})")
@@ -266,8 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--inputs", metavar="FILE.npz",
                    help="given matrices A, B, C (np.savez) instead of random ones")
     m.set_defaults(run=_mma)
-    kernels = list(KERNELS)
-    t = sub.add_parser("trace", help="per-site counters of a kernel of the ladder",
+    kernels = list(KERNELS) + list(SEED_KERNELS)
+    t = sub.add_parser("trace", help="per-site counters of a kernel (the ladder's or a seed's)",
                        description="Example: tcsim trace kernel1 4096 4096 4096 --block_k 32")
     t.add_argument("kernel", choices=kernels)
     _add_kernel_options(t)

@@ -74,3 +74,9 @@ def test_mma_on_given_inputs(tmp_path, capsys):
     np.savez(path, A=A, B=B)
     assert main(["mma", "m16n8k8.row.col.f32.f16.f16.f32", "--inputs", str(path)]) == 2
     assert "lacks array(s) ['C']" in capsys.readouterr().err
+
+
+def test_trace_takes_the_seeds_kernels(capsys):
+    assert main(["trace", "tf32_puzzle", "256", "128", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "ld.local.v2.f32" in out and "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum" in out
