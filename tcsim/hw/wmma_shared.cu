@@ -41,22 +41,17 @@
 #define FRAGS_M (WM / 16)
 #define FRAGS_N (WN / 16)
 
-__device__ __forceinline__ void wmma_load_a(uint32_t (&a)[8], uint32_t addr, int stride) {
-  asm volatile(
-      "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
-      : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]), "=r"(a[4]), "=r"(a[5]), "=r"(a[6]),
-        "=r"(a[7])
-      : "r"(addr), "r"(stride) : "memory");
-}
-__device__ __forceinline__ void wmma_load_b(uint32_t (&b)[8], uint32_t addr, int stride) {
-  asm volatile(
-      "wmma.load.b.sync.aligned.row.m16n16k16.shared.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
-      : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]), "=r"(b[4]), "=r"(b[5]), "=r"(b[6]),
-        "=r"(b[7])
-      : "r"(addr), "r"(stride) : "memory");
-}
+// wmma_load_a / wmma_load_b: one row-major 16x16 fragment from shared memory.
+#define WMMA_LOAD(OP)                                                                      \
+  __device__ __forceinline__ void wmma_load_##OP(uint32_t(&r)[8], uint32_t addr, int stride) { \
+    asm volatile("wmma.load." #OP ".sync.aligned.row.m16n16k16.shared.f16 "                \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"                              \
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), \
+                   "=r"(r[6]), "=r"(r[7])                                                   \
+                 : "r"(addr), "r"(stride) : "memory");                                      \
+  }
+WMMA_LOAD(a)
+WMMA_LOAD(b)
 __device__ __forceinline__ void wmma_mma(float (&c)[8], const uint32_t (&a)[8],
                                          const uint32_t (&b)[8]) {
   asm volatile(

@@ -199,7 +199,7 @@ def mma_warp_tile(m: Machine, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> 
 # ---- epilogue ----------------------------------------------------------------------------------
 
 
-def _pair_coordinates(m: Machine) -> tuple[np.ndarray, np.ndarray]:
+def pair_coordinates(m: Machine) -> tuple[np.ndarray, np.ndarray]:
     """(row, col) in the block tile of each lane's f16 pairs of C/D: shape (warps, tiles_m,
     tiles_n, pairs, 32). A pair is two adjacent columns, one 32-bit word in memory."""
     p = m.params
@@ -217,7 +217,7 @@ def epilogue(m: Machine, acc: np.ndarray) -> None:
     """``D = f16(alpha * acc + beta * C)`` element by element, each step an f32 operation
     rounded to nearest (mul.rn, mul.rn, add.rn, then cvt.rn.f16.f32; NaN comes out as 0x7fff).
     C and D move as f16 pairs: ``ld.global.b32`` / ``st.global.b32`` per register pair."""
-    row, col = _pair_coordinates(m)
+    row, col = pair_coordinates(m)
     c = m.load_global("C_gmem_load", "C", row, col, vector=2)  # (..., pairs, 32, 1)
     c = c.view(np.float16).astype(np.float32)  # (..., pairs, 32, 2), exact
     if m.params.accumulate == "f16":

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..isa.validate import INT64_LIMIT, integer_array
 from ..isa.wmma import parse_wmma
-from ..isa.wmma.lowering import element_offsets, lower
+from ..isa.wmma.lowering import element_offsets, lower, memory_coords
 from ..memory.access import parse_instruction
 from .checks import (
     DivergentWarpError,
@@ -165,12 +165,9 @@ class Machine(ABC):
         (blocks, ..., 32, registers) in the H100's fragment map."""
         spec, spelling = self._wmma(qualifier, operand, layout, "global")
         self.require_full_warp(site, spelling)
-        stride = self.shapes[matrix][1]
-        coords = wmma_coords(spec, operand, layout)
-        rows = self.integers(site, f"{matrix} rows", rows)[..., None, None] + coords[..., 0]
-        cols = self.integers(site, f"{matrix} columns", cols)[..., None, None] + coords[..., 1]
-        offsets = self.global_elements(site, matrix, rows, cols, k_tile, 1)
-        return self._wmma_load(site, spec, operand, layout, "global", stride, matrix, offsets)
+        offsets = self._fragment_elements(site, spec, operand, layout, matrix, rows, cols, k_tile)
+        return self._wmma_load(site, spec, operand, layout, "global", self.shapes[matrix][1],
+                               matrix, offsets)
 
     def wmma_load_shared(self, site: str, qualifier: str, operand: str, layout: str,
                          addresses, stride: int) -> np.ndarray:
@@ -194,10 +191,7 @@ class Machine(ABC):
         `wmma_load_global`."""
         spec, spelling = self._wmma(qualifier, "d", layout, "global")
         self.require_full_warp(site, spelling)
-        coords = wmma_coords(spec, "d", layout)
-        rows = self.integers(site, f"{matrix} rows", rows)[..., None, None] + coords[..., 0]
-        cols = self.integers(site, f"{matrix} columns", cols)[..., None, None] + coords[..., 1]
-        offsets = self.global_elements(site, matrix, rows, cols, 0, 1)
+        offsets = self._fragment_elements(site, spec, "d", layout, matrix, rows, cols, 0)
         self._wmma_store(site, spec, layout, self.shapes[matrix][1], matrix, offsets, registers)
 
     def wmma_mma(self, site: str, qualifier: str, a, b, c) -> np.ndarray:
@@ -205,6 +199,15 @@ class Machine(ABC):
         spec = parse_wmma(qualifier)
         self.require_full_warp(site, spec.ptx)
         return self._wmma_mma(site, spec, a, b, c)
+
+    def _fragment_elements(self, site, spec, operand, layout, matrix, rows, cols,
+                           k_tile) -> np.ndarray:
+        """Element offsets (blocks, ..., 32, elements) into global ``matrix`` of the fragments
+        whose origin is ``matrix[rows, cols]`` (one per warp and tile), checked."""
+        coords = memory_coords(spec, operand, layout)
+        rows = self.integers(site, f"{matrix} rows", rows)[..., None, None] + coords[..., 0]
+        cols = self.integers(site, f"{matrix} columns", cols)[..., None, None] + coords[..., 1]
+        return self.global_elements(site, matrix, rows, cols, k_tile, 1)
 
     @staticmethod
     def _wmma(qualifier: str, operand: str, layout: str, space: str):
@@ -397,12 +400,3 @@ class Machine(ABC):
 def byte_addresses(offsets, element_bytes: int = ELEMENT_BYTES) -> np.ndarray:
     """Element offsets (f16 unless told) -> byte addresses."""
     return np.asarray(offsets, np.int64) * element_bytes
-
-
-def wmma_coords(spec, operand: str, layout: str) -> np.ndarray:
-    """(32, elements, 2): where in memory, as (row, col) from the fragment's origin, each lane's
-    fragment element lies: (r, c) itself in the row layout, (c, r) in the col layout."""
-    from ..isa.wmma import wmma_fragment
-
-    coords = wmma_fragment(spec, operand).coords
-    return coords if layout == "row" else coords[..., ::-1]

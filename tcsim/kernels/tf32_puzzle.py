@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa.fragments import mma_fragment
-from .blocks import SharedTile, shared_tiles, tile_shape
+from .blocks import SharedTile, pair_coordinates, shared_tiles, tile_shape
 from .kernel import Kernel, require
 from .params import MMA_M, MMA_N, GemmParams
 
@@ -73,10 +73,10 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
     nn = np.arange(p.tiles_n).reshape(1, 1, -1, 1, 1) * MMA_N
     warp_row = m.warp_row.reshape(-1, 1, 1, 1, 1) * p.warp_m
     warp_col = m.warp_col.reshape(-1, 1, 1, 1, 1) * p.warp_n
-    a, b, c = (np.moveaxis(mma_fragment(p.qualifier, op).coords, 0, 1) for op in "abc")
-    pair = c[0::2]  # (2, 32, 2): the low column of each lane's two 8-byte pairs of C
-    pair_row, pair_col = mm + pair[..., 0], nn + pair[..., 1]
-    local = np.broadcast_to((pair_row * p.warp_n + pair_col) * 4, shape + pair.shape[:2])
+    a, b = (np.moveaxis(mma_fragment(p.qualifier, op).coords, 0, 1) for op in "ab")
+    # C's 8-byte pairs (low column) in the block tile, and in the warp's local tile
+    rows, cols = pair_coordinates(m)  # (warps, mma_m, mma_n, pair, lane)
+    local = ((rows - warp_row) * p.warp_n + cols - warp_col) * 4
 
     # C_warp_accum[i, j] = 0 for every element: 16-byte stores, every lane the same offsets
     zeros = np.broadcast_to(np.arange(local_bytes(p) // 16)[:, None] * 16,
@@ -101,7 +101,7 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
             acc = _registers(m.load_local("acc_load", local, 8))
             m.store_local("acc_store", local, _pairs(m.mma("mma", a_regs, b_regs, acc)))
     acc = _registers(m.load_local("acc_final_load", local, 8))
-    m.store_global("C_gmem_store", "D", warp_row + pair_row, warp_col + pair_col, _pairs(acc))
+    m.store_global("C_gmem_store", "D", rows, cols, _pairs(acc))
 
 
 def _registers(loaded: np.ndarray) -> np.ndarray:

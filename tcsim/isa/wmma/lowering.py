@@ -44,16 +44,20 @@ class Access:
     offsets: np.ndarray
 
 
-def element_offsets(spec: WmmaSpec | str, operand: str, layout: str, stride: int) -> np.ndarray:
-    """(32, elements) offsets, in elements, of each lane's fragment elements from the origin:
-    element (r, c) lies at ``r * stride + c`` (row layout) or ``c * stride + r`` (col)."""
+def memory_coords(spec: WmmaSpec | str, operand: str, layout: str) -> np.ndarray:
+    """(32, elements, 2): where in memory, as (row, col) from the fragment's origin, each lane's
+    fragment element (r, c) lies: (r, c) in the row layout, (c, r) in the col layout."""
+    if layout not in ("row", "col"):
+        raise ValueError(f"layout must be 'row' or 'col', got {layout!r}")
     coords = wmma_fragment(spec, operand).coords
-    r, c = coords[..., 0], coords[..., 1]
-    if layout == "row":
-        return r * stride + c
-    if layout == "col":
-        return c * stride + r
-    raise ValueError(f"layout must be 'row' or 'col', got {layout!r}")
+    return coords if layout == "row" else coords[..., ::-1]
+
+
+def element_offsets(spec: WmmaSpec | str, operand: str, layout: str, stride: int) -> np.ndarray:
+    """(32, elements) offsets, in elements, of each lane's fragment elements from the origin,
+    rows (of memory) ``stride`` elements apart."""
+    coords = memory_coords(spec, operand, layout)
+    return coords[..., 0] * stride + coords[..., 1]
 
 
 def lower(qualifier: WmmaSpec | str, operand: str, layout: str, space: str,
