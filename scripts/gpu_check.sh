@@ -12,6 +12,8 @@
 # family, default 20,000; fp8 elements for model fitting land in $OUT/wgmma_fp8_elements.npz).
 # wmma runs tests/hw/test_wmma_hw.py (fragment maps; TCSIM_HW_WMMA_COUNT per qualifier).
 # seeds runs tests/hw/test_seeds_hw.py (the seeds' kernels: bits and counters).
+# counters runs every Nsight Compute comparison: each wmma.load/store alone, the seeds' kernels
+# and the ladder (tests/hw/test_{wmma,seeds,kernels}_hw.py, -k nsight_compute).
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
 # tcsim is installed as users get it (not editable), and the tests run from a copy of tests/
 # outside the source tree, so the hardware tests compile the CUDA files the package installed.
@@ -52,12 +54,12 @@ elif [ "$mode" = m8n8k4 ]; then
   export TCSIM_K="m8n8k4"
   mode=mma
 fi
-# One hw test file (optionally filtered by TCSIM_K), its log, and the summary table.
+# Hw test files (optionally filtered by TCSIM_K), their log, and the summary table.
 hw_tests() {
   export TCSIM_HW_LOG="$OUT/hw_results.jsonl"
   rm -f "$TCSIM_HW_LOG"
-  (cd "$tests_copy" && python3 -m pytest -m hw -q -rs -p no:cacheprovider "tests/hw/$1" \
-    ${TCSIM_K:+-k "$TCSIM_K"}) 2>&1 | tee "$OUT/pytest_hw.log"
+  (cd "$tests_copy" && python3 -m pytest -m hw -q -rs -p no:cacheprovider \
+    "${@/#/tests/hw/}" ${TCSIM_K:+-k "$TCSIM_K"}) 2>&1 | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
   python3 scripts/summarize_hw.py "$TCSIM_HW_LOG" | tee "$OUT/summary.txt"
 }
@@ -71,6 +73,8 @@ elif [ "$mode" = wmma ]; then  # WMMA: fragment maps and wmma.mma (issue 16)
   hw_tests test_wmma_hw.py
 elif [ "$mode" = seeds ]; then  # the seeds' kernels: bits and counters against the twins
   hw_tests test_seeds_hw.py
+elif [ "$mode" = counters ]; then  # every trace against Nsight Compute
+  TCSIM_K=nsight_compute hw_tests test_wmma_hw.py test_seeds_hw.py test_kernels_hw.py
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
   hw_tests test_kernels_hw.py
 elif [ "$mode" = checks ]; then  # planted bugs: compute-sanitizer against the simulator

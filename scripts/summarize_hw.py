@@ -33,17 +33,17 @@ if smem:
     print(f"shared-memory patterns: {same} of {len(smem)} match Nsight Compute exactly "
           f"({caveated} carry a caveat and are not asserted)")
 
-bits = [r for r in rows if r["test"] == "kernel_bits"]
-for r in bits:
+for r in (r for r in rows if r["test"] in ("kernel_bits", "seed_bits")):
     M, N, K = r["shape"]
-    print(f"bits {r['kernel']} {r['accumulate']} {M}x{N}x{K}: {r['mismatches']} of "
+    print(f"bits {r['kernel']} {r.get('accumulate', '')} {M}x{N}x{K}: {r['mismatches']} of "
           f"{r['elements']:,} differ (inf {r['inf']}, NaN {r['nan']})")
-for r in (r for r in rows if r["test"] == "kernel_counters"):
+for r in (r for r in rows if r["test"] in ("kernel_counters", "seed_counters")):
     M, N, K = r["shape"]
-    diffs = [f"{k.split('__')[1]}: trace {v:,} ncu {r['ncu'].get(k, float('nan')):,.0f}"
-             for k, v in r["trace"].items() if r["ncu"].get(k) != v]
-    print(f"counters {r['kernel']} {M}x{N}x{K} {r['accumulate']}: "
-          + ("all equal" if not diffs else "; ".join(diffs)))
+    # every metric ncu measured: one the trace does not predict is a prediction of 0
+    diffs = [f"{k.split('__')[1]}: trace {r['trace'].get(k, 0):,} ncu {v:,.0f}"
+             for k, v in r["ncu"].items() if r["trace"].get(k, 0) != v]
+    print(f"counters {r['kernel']} {M}x{N}x{K} {r.get('accumulate', '')}: "
+          + (f"all {len(r['ncu'])} equal" if not diffs else "; ".join(diffs)))
 
 for r in (r for r in rows if r["test"] == "checks"):
     tools = ", ".join(f"{t} {v['errors']}" for t, v in r["sanitizer"].items())
@@ -56,6 +56,9 @@ for r in rows:
     elif r["test"] == "wmma_maps":
         print(f"wmma maps ({r['space']}): {r['cases']} loads and stores, "
               f"{len(r['differ'])} differ")
+    elif r["test"] == "wmma_counters":
+        print(f"wmma loads and stores under ncu: {r['cases']} cases x {r['metrics']} metrics, "
+              f"{len(r['differ'])} differ" + "".join(f"\n  {d}" for d in r["differ"][:20]))
     elif r["test"] == "wmma_random":
         print(f"wmma {r['qualifier']:42s} {r['instructions']:9,d} instructions, "
               f"{r['mismatching']} mismatching")

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .isa.wmma.lowering import element_offsets, hmma_per_wmma, lower
+from .isa.wmma.spec import parse_wmma
 from .kernels import Kernel, kernel_named
 from .kernels.checks import check_mode
 from .kernels.machine import CP_ASYNC, LD_SHARED, ST_SHARED, Machine
@@ -29,6 +30,11 @@ from .memory.access import access, parse_instruction
 from .memory.local import local_requests, local_sectors
 
 SECTOR = 32  # bytes: the unit of global-memory traffic
+# ptxas (nvcc 13.0, sm_90) opens every straight-line run of cp.async (LDGSTS) with three
+# ``@!PT LDS RZ, [RZ]``: predicated off, so no thread loads, but each warp issues them and
+# Nsight Compute counts them among shared-load instructions (docs/seeds.md).
+CP_ASYNC_PADDING_LDS = 3
+CP_ASYNC_PADDING = "before a run of cp.async: 3 x @!PT LDS RZ, [RZ]"
 BANK_PERIOD = 128  # bytes: shifting a warp's addresses by this keeps every bank
 
 # Trace totals, keyed by the Nsight Compute (2025.3) metric each predicts.
@@ -129,13 +135,7 @@ class Trace:
     def totals(self) -> dict[str, int]:
         """Predicted Nsight Compute counters (the cp.async and local-memory ones only when the
         kernel has any)."""
-        spaces = {s.space for s in self.sites.values()}
-        out = dict.fromkeys(METRICS + (ASYNC_METRICS if "async" in spaces else ()) +
-                            (LOCAL_METRICS if "local" in spaces else ()), 0)
-        for site in self.sites.values():
-            for key, value in site.metrics().items():
-                out[key] = out.get(key, 0) + value
-        return out
+        return totals(self.sites.values())
 
     def to_dict(self) -> dict:
         return {"kernel": self.kernel, "problem": list(self.problem), "params": self.params,
@@ -188,6 +188,19 @@ class Trace:
                 f"<th>sectors</th><th>mma</th></tr>{cells}</table>")
 
 
+def totals(sites) -> dict[str, int]:
+    """The Nsight Compute totals of ``sites`` (`Site`s): `METRICS`, and the cp.async and
+    local-memory ones when a site has any."""
+    sites = list(sites)
+    spaces = {s.space for s in sites}
+    out = dict.fromkeys(METRICS + (ASYNC_METRICS if "async" in spaces else ()) +
+                        (LOCAL_METRICS if "local" in spaces else ()), 0)
+    for site in sites:
+        for key, value in site.metrics().items():
+            out[key] = out.get(key, 0) + value
+    return out
+
+
 def _pair(site: Site | None) -> tuple:
     return (f"{site.wavefronts:,}", f"{site.conflicts:,}") if site else ("-", "-")
 
@@ -201,33 +214,14 @@ def _table(head: tuple, rows: list[tuple]) -> list[str]:
             *(fmt.format(*r) for r in cells)]
 
 
-class Tracer(Machine):
-    """A machine that runs block (0, 0) on zero-valued registers and counts each site.
+class Counter:
+    """Per-site counters of warp-wide memory instructions: what the tracer counts with, and
+    `count_wmma` alone. ``times`` is how many executions one counted instruction stands for."""
 
-    Race and initialization checks need every K iteration, so they run only when the trace is
-    exhaustive (``checks`` other than "off"); address checks run always."""
-
-    def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
-                 exhaustive: bool = False, checks: str = "raise") -> None:
-        self.exhaustive = exhaustive
-        super().__init__(kernel, params, M, N, K, checks if exhaustive else "off")
-        self.report.mode = check_mode(checks)  # address errors follow it in either case
-        for name, elements in (("block_k", params.block_k), ("block_n", params.block_n)):
-            if elements * params.element_bytes("A") % SECTOR:
-                raise ValueError(f"tcsim.trace counts one block: {name}={elements} must be a "
-                                 f"multiple of {SECTOR // params.element_bytes('A')} so every "
-                                 f"block sees the same sectors")
-        grid_n, grid_m = params.grid(self.M, self.N)  # checked ints, numpy's converted
-        self.grid = (grid_m, grid_n)
-        self.blocks = 1 if exhaustive else grid_m * grid_n
-        self.weight = 1
+    def __init__(self) -> None:
         self.sites: dict[str, Site] = {}
-
-    def begin_blocks(self, rows, cols) -> None:
-        if self.report.mode == "off" or self.exhaustive:
-            super().begin_blocks(rows, cols)
-        else:  # representative iterations: no race or initialization bookkeeping
-            self.block_rows, self.block_cols, self.checker = rows, cols, None
+        self.blocks = 1
+        self.weight = 1
 
     def _site(self, name: str, instruction: str, ptx: str = "") -> Site:
         site = self.sites.setdefault(name, Site(name, instruction, ptx=ptx))
@@ -240,20 +234,10 @@ class Tracer(Machine):
         """How many executions one traced instruction stands for."""
         return self.blocks * self.weight
 
-    def k_tiles(self, start: int = 0, stop: int | None = None) -> Iterator[int]:
-        stop = self.k_tile_count if stop is None else stop
-        n = stop - start
-        visits = [(start, 1), (start + 1, n - 2), (stop - 1, 1)] \
-            if n >= 3 and not self.exhaustive else [(k, 1) for k in range(start, stop)]
-        for k, weight in visits:
-            self.weight = weight
-            yield k
-        self.weight = 1
-
-    def _count_global(self, site, spelling, offsets, operand, ptx: str = "") -> None:
-        """Count a global access's requests and 32-byte sectors (``offsets`` in elements of
-        ``operand``; no lane's access crosses a sector)."""
-        lanes = offsets.reshape(-1, 32) * self.params.element_bytes(operand) // SECTOR
+    def _count_global(self, site, spelling, addresses, ptx: str = "") -> None:
+        """Count a global access's requests and 32-byte sectors (``addresses`` in bytes; no
+        lane's access crosses a sector)."""
+        lanes = addresses.reshape(-1, 32) // SECTOR
         lanes.sort(axis=1)
         sectors = int((1 + (np.diff(lanes, axis=1) != 0).sum(axis=1)).sum())
         s = self._site(site, spelling, ptx)
@@ -261,64 +245,6 @@ class Tracer(Machine):
             s.executions += lanes.shape[0] * self.times
         s.requests += lanes.shape[0] * self.times
         s.sectors += sectors * self.times
-
-    def _load_global(self, site, spelling, operand, offsets, vector):
-        self._count_global(site, spelling, offsets, operand)
-        return np.zeros(offsets.shape + (vector * self.params.element_bytes(operand) // 4,),
-                        np.uint32)
-
-    def _store_global(self, site, spelling, operand, offsets, registers):
-        self._count_global(site, spelling, offsets, operand)
-
-    def _load_shared(self, site, addresses):
-        self._count_shared(site, LD_SHARED, addresses)
-        return np.zeros((1,) + addresses.shape + (1,), np.uint32)
-
-    def _count_local(self, site, spelling, offsets, width) -> None:
-        lanes = offsets.reshape(-1, 32)
-        s = self._site(site, spelling)
-        s.executions += lanes.shape[0] * self.times
-        s.requests += lanes.shape[0] * local_requests(width) * self.times
-        s.sectors += int(local_sectors(lanes, width).sum()) * self.times
-
-    def _load_local(self, site, spelling, offsets, width):
-        self._count_local(site, spelling, offsets, width)
-        return np.zeros((1,) + offsets.shape + (width // 4,), np.uint32)
-
-    def _store_local(self, site, spelling, offsets, registers):
-        self._count_local(site, spelling, offsets, 4 * registers.shape[-1])
-
-    def _wmma_load(self, site, spec, operand, layout, space, stride, matrix, offsets):
-        ptx = spec.load_ptx(operand, layout, space)
-        self._count_lowered(site, ptx, spec, operand, layout, space, stride, matrix, offsets)
-        blocks = (1,) if space == "shared" else ()  # global offsets have the blocks axis
-        return np.zeros(blocks + offsets.shape[:-1] + (spec.registers(operand),), np.uint32)
-
-    def _wmma_store(self, site, spec, layout, stride, matrix, offsets, registers):
-        ptx = spec.load_ptx("d", layout, "global")
-        self._count_lowered(site, ptx, spec, "d", layout, "global", stride, matrix, offsets)
-
-    def _count_lowered(self, site, ptx, spec, operand, layout, space, stride, matrix,
-                       offsets) -> None:
-        """Count the memory instructions a wmma.load or wmma.store becomes (docs/wmma.md)."""
-        start = element_offsets(spec, operand, layout, stride)[0, 0]
-        size = 1 if space == "global" else spec.element_bytes(operand)
-        origin = offsets[..., 0, :1] - start * size  # (..., 1): the fragment's element (0, 0)
-        for inst in lower(spec, operand, layout, space, stride):
-            lanes = origin + inst.offsets * size
-            if space == "global":
-                self._count_global(site, inst.spelling, lanes, matrix, ptx)
-            else:
-                self._count_shared(site, inst.spelling, lanes, ptx=ptx)
-
-    def _wmma_mma(self, site, spec, a, b, c):
-        batch = np.broadcast_shapes(*(np.shape(x)[:-2] for x in (a, b, c)))
-        hmma, qualifier = hmma_per_wmma(spec)
-        s = self._site(site, "mma.sync.aligned." + qualifier, spec.ptx)
-        count = int(np.prod(batch[1:], dtype=np.int64)) * hmma * self.times
-        s.executions += count
-        s.mma += count
-        return np.zeros(np.broadcast_shapes(np.shape(c), batch + np.shape(c)[-2:]), np.uint32)
 
     def _count_shared(self, site: str, spelling: str, addresses: np.ndarray,
                       sources: np.ndarray | None = None, ptx: str = "") -> None:
@@ -336,13 +262,146 @@ class Tracer(Machine):
             s.ideal += a.ideal * int(count) * self.times
         s.executions += lanes.shape[0] * self.times
 
+    def _count_local(self, site, spelling, offsets, width) -> None:
+        lanes = offsets.reshape(-1, 32)
+        s = self._site(site, spelling)
+        s.executions += lanes.shape[0] * self.times
+        s.requests += lanes.shape[0] * local_requests(width) * self.times
+        s.sectors += int(local_sectors(lanes, width).sum()) * self.times
+
+    def _count_lowered(self, site, spec, operand, layout, space, stride, addresses) -> None:
+        """Count the memory instructions a wmma.load or wmma.store becomes (docs/wmma.md);
+        ``addresses``: the byte addresses (..., 32, elements) of each lane's elements."""
+        size = spec.element_bytes(operand)
+        ptx = spec.load_ptx(operand, layout, space)
+        origin = addresses[..., 0, :1] - element_offsets(spec, operand, layout, stride)[0, 0] * size
+        count = self._count_global if space == "global" else self._count_shared
+        for inst in lower(spec, operand, layout, space, stride):
+            count(site, inst.spelling, origin + inst.offsets * size, ptx=ptx)
+
+
+def count_wmma(qualifier: str, operand: str, layout: str, space: str, stride: int,
+               origin: int = 0) -> dict[str, int]:
+    """Predicted Nsight Compute totals of one warp's ``wmma.load.<operand>`` (``"d"``:
+    ``wmma.store.d``) of ``qualifier``, in ``layout`` ("row"/"col") from or to ``space``
+    ("global"/"shared"), rows ``stride`` elements apart, the fragment's element (0, 0) at byte
+    ``origin`` (of a 128-byte-aligned allocation)."""
+    spec = parse_wmma(qualifier)
+    counter = Counter()
+    offsets = element_offsets(spec, operand, layout, stride)
+    counter._count_lowered("wmma", spec, operand, layout, space, stride,
+                           origin + offsets * spec.element_bytes(operand))
+    return totals(counter.sites.values())
+
+
+class Tracer(Counter, Machine):
+    """A machine that runs block (0, 0) on zero-valued registers and counts each site.
+
+    Race and initialization checks need every K iteration, so they run only when the trace is
+    exhaustive (``checks`` other than "off"); address checks run always."""
+
+    def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
+                 exhaustive: bool = False, checks: str = "raise") -> None:
+        self.exhaustive = exhaustive
+        Counter.__init__(self)
+        Machine.__init__(self, kernel, params, M, N, K, checks if exhaustive else "off")
+        self.report.mode = check_mode(checks)  # address errors follow it in either case
+        for name, elements in (("block_k", params.block_k), ("block_n", params.block_n)):
+            if elements * params.element_bytes("A") % SECTOR:
+                raise ValueError(f"tcsim.trace counts one block: {name}={elements} must be a "
+                                 f"multiple of {SECTOR // params.element_bytes('A')} so every "
+                                 f"block sees the same sectors")
+        grid_n, grid_m = params.grid(self.M, self.N)  # checked ints, numpy's converted
+        self.grid = (grid_m, grid_n)
+        self.blocks = 1 if exhaustive else grid_m * grid_n
+        self.copying = False  # in a run of cp.async (see _copy_async)
+
+    def begin_blocks(self, rows, cols) -> None:
+        if self.report.mode == "off" or self.exhaustive:
+            super().begin_blocks(rows, cols)
+        else:  # representative iterations: no race or initialization bookkeeping
+            self.block_rows, self.block_cols, self.checker = rows, cols, None
+
+    def k_tiles(self, start: int = 0, stop: int | None = None) -> Iterator[int]:
+        stop = self.k_tile_count if stop is None else stop
+        n = stop - start
+        visits = [(start, 1), (start + 1, n - 2), (stop - 1, 1)] \
+            if n >= 3 and not self.exhaustive else [(k, 1) for k in range(start, stop)]
+        for k, weight in visits:
+            self.weight = weight
+            yield k
+        self.weight = 1
+
+    def _site(self, name: str, instruction: str, ptx: str = "") -> Site:
+        if not instruction.startswith("cp.async"):
+            self.copying = False
+        return super()._site(name, instruction, ptx)
+
+    def sync(self) -> None:
+        self.copying = False
+        super().sync()
+
+    def wait_group(self, pending: int) -> None:
+        self.copying = False
+        super().wait_group(pending)
+
+    def _bytes(self, operand: str, offsets: np.ndarray) -> np.ndarray:
+        return offsets * self.params.element_bytes(operand)
+
+    def _load_global(self, site, spelling, operand, offsets, vector):
+        self._count_global(site, spelling, self._bytes(operand, offsets))
+        return np.zeros(offsets.shape + (vector * self.params.element_bytes(operand) // 4,),
+                        np.uint32)
+
+    def _store_global(self, site, spelling, operand, offsets, registers):
+        self._count_global(site, spelling, self._bytes(operand, offsets))
+
+    def _load_shared(self, site, addresses):
+        self._count_shared(site, LD_SHARED, addresses)
+        return np.zeros((1,) + addresses.shape + (1,), np.uint32)
+
+    def _load_local(self, site, spelling, offsets, width):
+        self._count_local(site, spelling, offsets, width)
+        return np.zeros((1,) + offsets.shape + (width // 4,), np.uint32)
+
+    def _store_local(self, site, spelling, offsets, registers):
+        self._count_local(site, spelling, offsets, 4 * registers.shape[-1])
+
+    def _wmma_load(self, site, spec, operand, layout, space, stride, matrix, offsets):
+        self._count_lowered(site, spec, operand, layout, space, stride,
+                            self._fragment_bytes(spec, operand, space, offsets))
+        blocks = (1,) if space == "shared" else ()  # global offsets have the blocks axis
+        return np.zeros(blocks + offsets.shape[:-1] + (spec.registers(operand),), np.uint32)
+
+    def _wmma_store(self, site, spec, layout, space, stride, matrix, offsets, registers):
+        self._count_lowered(site, spec, "d", layout, space, stride,
+                            self._fragment_bytes(spec, "d", space, offsets))
+
+    @staticmethod
+    def _fragment_bytes(spec, operand, space, offsets):
+        """Byte addresses of fragment elements: global offsets are in elements."""
+        return offsets * spec.element_bytes(operand) if space == "global" else offsets
+
+    def _wmma_mma(self, site, spec, a, b, c):
+        batch = np.broadcast_shapes(*(np.shape(x)[:-2] for x in (a, b, c)))
+        hmma, qualifier = hmma_per_wmma(spec)
+        s = self._site(site, "mma.sync.aligned." + qualifier, spec.ptx)
+        count = int(np.prod(batch[1:], dtype=np.int64)) * hmma * self.times
+        s.executions += count
+        s.mma += count
+        return np.zeros(np.broadcast_shapes(np.shape(c), batch + np.shape(c)[-2:]), np.uint32)
+
     def _store_shared(self, site, addresses, registers):
         self._count_shared(site, ST_SHARED, addresses)
 
     def _copy_async(self, site, operand, offsets, addresses):
-        self._count_global(site, CP_ASYNC, offsets, operand)
-        self._count_shared(site, CP_ASYNC, addresses,
-                           offsets * self.params.element_bytes(operand))
+        if not self.copying:  # docs/seeds.md: three LDS that no thread executes
+            pad = self._site(f"{site} padding", LD_SHARED, CP_ASYNC_PADDING)
+            pad.executions += CP_ASYNC_PADDING_LDS * addresses.shape[0] * self.times
+            self.copying = True
+        source = self._bytes(operand, offsets)
+        self._count_global(site, CP_ASYNC, source)
+        self._count_shared(site, CP_ASYNC, addresses, source)
 
     def _ldmatrix(self, site, spelling, addresses, rows):
         n = rows.shape[-1]  # lanes that supply rows; the others' addresses are ignored

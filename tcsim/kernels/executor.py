@@ -80,15 +80,24 @@ class Executor(Machine):
     def _wmma_load(self, site, spec, operand, layout, space, stride, matrix, offsets):
         frag = wmma_fragment(spec, operand)
         if space == "global":
-            bits = self.memory[matrix][offsets]
-        else:  # byte addresses of 16- or 32-bit elements
-            size = spec.element_bytes(operand)
-            view = self.shared.view(np.uint16 if size == 2 else np.uint32)
-            bits = view[self._block_index(offsets.ndim), offsets // size]
-        return frag.to_registers(bits)
+            return frag.to_registers(self.memory[matrix][offsets])
+        view, index = self._shared_elements(spec, operand, offsets)
+        return frag.to_registers(view[index])
 
-    def _wmma_store(self, site, spec, layout, stride, matrix, offsets, registers):
-        self.memory[matrix][offsets] = wmma_fragment(spec, "d").from_registers(registers)
+    def _wmma_store(self, site, spec, layout, space, stride, matrix, offsets, registers):
+        bits = wmma_fragment(spec, "d").from_registers(registers)
+        if space == "global":
+            self.memory[matrix][offsets] = bits
+        else:
+            view, index = self._shared_elements(spec, "d", offsets)
+            view[index] = bits
+
+    def _shared_elements(self, spec, operand, offsets) -> tuple[np.ndarray, tuple]:
+        """Shared memory as the fragment's 16- or 32-bit elements, and the index of the
+        elements at byte ``offsets``."""
+        size = spec.element_bytes(operand)
+        view = self.shared.view(np.uint16 if size == 2 else np.uint32)
+        return view, (self._block_index(offsets.ndim), offsets // size)
 
     def _wmma_mma(self, site, spec, a, b, c):
         return wmma_regs(spec.qualifier, a, b, c)

@@ -174,15 +174,8 @@ class Machine(ABC):
         """``wmma.load`` from shared memory: each fragment's element (0, 0) at byte address
         ``addresses`` (one per warp and tile), rows (or columns, for col) ``stride`` elements
         apart."""
-        spec, spelling = self._wmma(qualifier, operand, layout, "shared")
-        self.require_full_warp(site, spelling)
-        size = spec.element_bytes(operand)
-        origin = self.integers(site, "shared addresses", addresses)[..., None]
-        offsets = origin[..., None] + element_offsets(spec, operand, layout, stride) * size
-        self.check_shared(site, spelling, offsets, size)
-        if self.checker is not None:
-            for access in lower(spec, operand, layout, "shared", stride):
-                self.checker.read(site, access.spelling, origin + access.offsets * size)
+        spec, offsets = self._shared_fragment(site, qualifier, operand, layout, addresses,
+                                              stride, self.checker and self.checker.read)
         return self._wmma_load(site, spec, operand, layout, "shared", stride, None, offsets)
 
     def wmma_store_global(self, site: str, qualifier: str, layout: str, matrix: str, rows,
@@ -192,7 +185,30 @@ class Machine(ABC):
         spec, spelling = self._wmma(qualifier, "d", layout, "global")
         self.require_full_warp(site, spelling)
         offsets = self._fragment_elements(site, spec, "d", layout, matrix, rows, cols, 0)
-        self._wmma_store(site, spec, layout, self.shapes[matrix][1], matrix, offsets, registers)
+        self._wmma_store(site, spec, layout, "global", self.shapes[matrix][1], matrix, offsets,
+                         registers)
+
+    def wmma_store_shared(self, site: str, qualifier: str, layout: str, addresses, stride: int,
+                          registers) -> None:
+        """``wmma.store.d`` to shared memory: the inverse of `wmma_load_shared`."""
+        spec, offsets = self._shared_fragment(site, qualifier, "d", layout, addresses, stride,
+                                              self.checker and self.checker.write)
+        self._wmma_store(site, spec, layout, "shared", stride, None, offsets, registers)
+
+    def _shared_fragment(self, site, qualifier, operand, layout, addresses, stride, record):
+        """(spec, byte addresses (blocks?, ..., 32, elements)) of shared-memory fragments whose
+        element (0, 0) is at ``addresses``, checked; ``record`` (the checker's read or write)
+        sees each instruction the access becomes."""
+        spec, spelling = self._wmma(qualifier, operand, layout, "shared")
+        self.require_full_warp(site, spelling)
+        size = spec.element_bytes(operand)
+        origin = self.integers(site, "shared addresses", addresses)[..., None]
+        offsets = origin[..., None] + element_offsets(spec, operand, layout, stride) * size
+        self.check_shared(site, spelling, offsets, size)
+        if record:
+            for access in lower(spec, operand, layout, "shared", stride):
+                record(site, access.spelling, origin + access.offsets * size)
+        return spec, offsets
 
     def wmma_mma(self, site: str, qualifier: str, a, b, c) -> np.ndarray:
         """``wmma.mma.sync.aligned`` of ``qualifier`` on every (warp, tile) at once."""
@@ -305,7 +321,8 @@ class Machine(ABC):
         or byte addresses (shared) of each lane's fragment elements."""
 
     @abstractmethod
-    def _wmma_store(self, site, spec, layout, stride, matrix, offsets, registers) -> None: ...
+    def _wmma_store(self, site, spec, layout, space, stride, matrix, offsets,
+                    registers) -> None: ...
 
     @abstractmethod
     def _wmma_mma(self, site, spec, a, b, c) -> np.ndarray: ...

@@ -33,7 +33,9 @@ def requires(p: GemmParams) -> None:
             "seed 003 multiplies f16 into f32: accumulate='f32', output='f32', inputs='f16'")
 
 
-def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
+def accumulate(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile):
+    """The K loop: (rows, cols, accumulators) of each warp's fragments, the accumulators
+    (blocks, warps, frags_m, frags_n, 32, 8) with their origin at D[rows, cols]."""
     frags_m, frags_n = p.warp_m // FRAGMENT, p.warp_n // FRAGMENT
     rows = m.warp_row * p.warp_m + np.arange(frags_m) * FRAGMENT  # (warps, frags_m)
     cols = m.warp_col * p.warp_n + np.arange(frags_n) * FRAGMENT
@@ -50,6 +52,11 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
             acc = m.wmma_mma("wmma_mma", QUALIFIER, a[..., :, None, :, :],
                              b[..., None, :, :, :], acc)
         m.sync()
+    return rows, cols, acc
+
+
+def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
+    rows, cols, acc = accumulate(m, p, A_smem, B_smem)
     m.wmma_store_global("C_wmma_store", QUALIFIER, "row", "D", rows[..., None],
                         cols[..., None, :], acc)
 

@@ -3,6 +3,11 @@
 - Every wmma.load (shape, operand, type, layout) and wmma.store.d, from global and from shared
   memory, with the tight stride and a padded one: the map read off the GPU must be tcsim's
   (tcsim/isa/wmma/maps_sm90.json, first captured by scripts/capture_wmma.py).
+- Every wmma.load and wmma.store.d alone (``tcsim/hw/wmma_counters.cu``) under Nsight Compute,
+  from and to global and shared memory, with the tight, a padded and a 128-byte stride: every
+  counter equals `tcsim.trace.count_wmma` (the lowering of tcsim.isa.wmma.lowering). The
+  tensor-pipe counter counts ``HFMA2.MMA``, a move ptxas sometimes issues on that pipe: it
+  must equal their number in the kernel's SASS (docs/wmma.md).
 - Every wmma.mma qualifier: ``TCSIM_HW_WMMA_COUNT`` random instructions (default 20,000) over
   every distribution of tcsim.isa.samples (uniform register bits, NaN, infinities,
   subnormals, cancellation, overflow...), A's and B's repeated f16 elements given different
@@ -15,6 +20,7 @@ import time
 import numpy as np
 import pytest
 from hw_log import log_hw
+from sass import ToolkitMissing, kernel_opcodes
 
 from tcsim.isa import samples
 from tcsim.isa.wmma import (
@@ -27,6 +33,15 @@ from tcsim.isa.wmma import (
     wmma_regs,
 )
 from tcsim.isa.wmma.fragments import fragment_map
+from tcsim.isa.wmma.spec import case_qualifier
+from tcsim.trace import (
+    GLOBAL_ST_REQUESTS,
+    GLOBAL_ST_SECTORS,
+    HMMA,
+    METRICS,
+    SHARED_LD_INST,
+    count_wmma,
+)
 
 pytestmark = pytest.mark.hw
 COUNT = int(os.environ.get("TCSIM_HW_WMMA_COUNT", 20_000))
@@ -68,6 +83,49 @@ def test_fragment_maps_are_the_gpus(space, hw):
                                                               + len(store_cases())),
           "differ": differ})
     assert not differ
+
+
+def _counter_strides(shape, operand, type_, layout):
+    """The tight and padded strides, and rows 128 bytes apart (every row on the same banks)."""
+    return sorted({*_strides(shape, operand, type_, layout),
+                   max(_strides(shape, operand, type_, layout)[0],
+                       128 // (2 if type_ in ("f16", "bf16") else 4))})
+
+
+def test_load_and_store_counters_match_nsight_compute(hw, rng):
+    from tcsim.hw.profile import Launch, profile
+    from tcsim.hw.wmma_probes import counter_cases, counter_kernel_name
+    from tcsim.isa.wmma.spec import fragment_registers
+
+    cases = [(case, stride) for case in counter_cases() for stride in _counter_strides(*case[:4])]
+    launches = []
+    for (shape, op, type_, layout, space), stride in cases:
+        matrix = rng.integers(1, 2**32, 4096, dtype=np.uint64).astype(np.uint32)
+        regs = np.zeros(32 * fragment_registers(shape, op, type_), np.uint32)
+        launches.append(Launch("wmma_counters.cu", counter_kernel_name(shape, op, type_, layout,
+                                                                       space),
+                               (1,), (32,), [matrix, regs, stride]))
+    try:  # ptxas's moves on the tensor pipe, where its SASS can be read
+        kernels = kernel_opcodes("wmma_counters.cu")
+    except ToolkitMissing:
+        kernels = None
+    metrics = METRICS + (SHARED_LD_INST,)
+    measured = profile(launches, metrics)
+    differ = []
+    for ((shape, op, type_, layout, space), stride), got in zip(cases, measured):
+        want = count_wmma(case_qualifier(shape, op, type_), op, layout, space, stride)
+        name = counter_kernel_name(shape, op, type_, layout, space)
+        want[HMMA] = kernels[name].count("HFMA2.MMA") if kernels else got[HMMA]
+        for metric in metrics:
+            if op != "d" and metric in (GLOBAL_ST_REQUESTS, GLOBAL_ST_SECTORS):
+                continue  # the load's registers written out
+            if want.get(metric, 0) != got[metric]:
+                differ.append(f"{shape} {op} {type_} {layout} {space} stride {stride} {metric}: "
+                              f"tcsim {want.get(metric, 0)}, ncu {got[metric]:.0f}")
+    log_hw({"test": "wmma_counters", "cases": len(cases), "metrics": len(metrics),
+            "differ": differ, "hfma2_mma_read_from_sass": kernels is not None,
+            "hfma2_mma": sum(int(got[HMMA]) for got in measured)})
+    assert not differ, f"{len(differ)} counters differ:\n" + "\n".join(differ)
 
 
 @pytest.mark.parametrize("qualifier", supported_wmma_qualifiers())

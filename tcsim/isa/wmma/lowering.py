@@ -2,21 +2,20 @@
 counts.
 
 ptxas turns each into plain warp-wide memory instructions (docs/wmma.md, "Lowering"; read with
-``cuobjdump -sass`` from nvcc 13.0 for sm_90):
+``cuobjdump -sass`` from nvcc 13.0 for sm_90, every variant in ``tcsim/hw/wmma_counters.cu``):
 
 - f16/bf16 A or B from shared memory: one ``LDSM.16.M88.4`` per four distinct registers
   (``.2`` for two), ``.MT88`` when a register's two elements are not adjacent in memory (the
   transposed layout); each 8x8 matrix is one register's 64 elements, 8 rows of 16 bytes.
-- A or B from global memory: one 32-bit ``LDG.E`` per distinct register: lane ``l`` reads
+- Every other 16-bit fragment (A or B from global memory, f16 C or D in either space): one
+  32-bit ``LDG``/``LDS`` (``STG``/``STS`` for D) per distinct register: lane ``l`` reaches
   bytes ``4 (l % 4)`` of row ``l // 4`` of the register's 8x8 block as it lies in memory;
   where the fragment wants the block transposed, ``MOVM.16.MT88`` transposes it in registers.
-- tf32 A or B from shared or global memory: one 32-bit load per register.
-- f32 C from memory in the row layout, and f32 D to it: one 64-bit access per pair of
-  registers (two adjacent columns).
+- 32-bit fragments (tf32 A or B, f32 C or D): one 32-bit access per register, except C and D
+  where each register pair holds two adjacent elements in memory: one 64-bit access per pair.
 
 Only distinct registers are read: f16 A and B fragments repeat their elements (`FragmentMap`
-``copies``) and the copies cost nothing. Other variants (f16 C/D, the col layout of C/D) have
-not been read from SASS, and `lower` refuses them rather than guess.
+``copies``) and the copies cost nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +41,17 @@ class Access:
 
     spelling: str
     offsets: np.ndarray
+    movm: bool = False  # a MOVM.16.MT88 transposes the register (after a load, before a store)
+
+    @property
+    def sass(self) -> str:
+        """The SASS instruction ptxas emits for this access (nvcc 13.0, sm_90)."""
+        if self.spelling.startswith("ldmatrix"):
+            n = self.spelling.split(".x")[1][0]
+            return f"LDSM.16.{'MT88' if '.trans' in self.spelling else 'M88'}.{n}"
+        op = {"ld.global": "LDG.E", "st.global": "STG.E", "ld.shared": "LDS",
+              "st.shared": "STS"}[self.spelling[:9]]
+        return op + (".64" if ".v2." in self.spelling else "")
 
 
 def memory_coords(spec: WmmaSpec | str, operand: str, layout: str) -> np.ndarray:
@@ -76,26 +86,21 @@ def _lower(qualifier: str, operand: str, layout: str, space: str,
     if space not in ("global", "shared"):
         raise ValueError(f"space must be 'global' or 'shared', got {space!r}")
     frag = wmma_fragment(spec, operand)
+    kind = "st" if operand == "d" else "ld"
     offsets = element_offsets(spec, operand, layout, stride)  # (32, elements)
     per = frag.per_register
     by_register = offsets.reshape(32, frag.registers, per)
+    if per == 1:  # 32-bit elements
+        first, second = by_register[:, 0::2, 0], by_register[:, 1::2, 0]
+        if operand in ("c", "d") and (second - first == 1).all():
+            return tuple(Access(f"{kind}.{space}.v2.f32", first[:, j])
+                         for j in range(first.shape[1]))
+        return tuple(Access(f"{kind}.{space}.b32", by_register[:, i, 0])
+                     for i in range(frag.registers))
     distinct = _distinct_registers(frag.coords.reshape(32, frag.registers, per, 2))
-    unmeasured = ValueError(
-        f"what ptxas makes of {'wmma.store.d' if operand == 'd' else 'wmma.load.' + operand} "
-        f"{layout} {space} for {spec.qualifier} has not been read from SASS (docs/wmma.md)")
-    if operand in ("a", "b"):
-        if per == 1:  # tf32: one element per register
-            return tuple(Access(f"ld.{space}.b32", by_register[:, i, 0]) for i in distinct)
-        if per != 2:
-            raise unmeasured
-        blocks = [_block_rows(by_register[:, i]) for i in distinct]
-        if space == "global":  # lane l: row l // 4 of the block, bytes 4 (l % 4)
-            lane = np.arange(32)
-            return tuple(Access("ld.global.b32", rows[lane // 4] + 2 * (lane % 4))
-                         for rows in blocks)
-        adjacent = bool((by_register[:, distinct[0], 1] - by_register[:, distinct[0], 0]
-                         == 1).all())
-        trans = "" if adjacent else ".trans"
+    blocks = [_block_rows(by_register[:, i]) for i in distinct]
+    if operand in ("a", "b") and space == "shared":
+        trans = ".trans" if _transposed(by_register, distinct[0]) else ""
         out = []
         for start in range(0, len(blocks), 4):
             group = blocks[start:start + 4]
@@ -104,13 +109,24 @@ def _lower(qualifier: str, operand: str, layout: str, space: str,
             out.append(Access(f"ldmatrix.sync.aligned.m8n8.x{len(group)}{trans}.shared.b16",
                               rows))
         return tuple(out)
-    if frag.format.name == "f32" and per == 1 and layout == "row":  # C or D: register pairs
-        pairs = by_register[:, 0::2, 0]
-        if not (by_register[:, 1::2, 0] - pairs == 1).all():
-            raise unmeasured
-        kind = "st" if operand == "d" else "ld"
-        return tuple(Access(f"{kind}.{space}.v2.f32", pairs[:, j]) for j in range(pairs.shape[1]))
-    raise unmeasured
+    transposed = _transposed(by_register, distinct[0])
+    lane = np.arange(32)  # lane l: row l // 4 of the block, bytes 4 (l % 4)
+    return tuple(Access(f"{kind}.{space}.b32", rows[lane // 4] + 2 * (lane % 4), transposed)
+                 for rows in blocks)
+
+
+def sass(qualifier: WmmaSpec | str, operand: str, layout: str, space: str) -> list[str]:
+    """The SASS memory and transpose instructions of one wmma.load or wmma.store, in the order
+    of its accesses (the MOVMs come after the loads, before the stores)."""
+    accesses = lower(qualifier, operand, layout, space, 64)  # the stride changes no opcode
+    movm = ["MOVM.16.MT88"] * sum(a.movm for a in accesses)
+    ops = [a.sass for a in accesses]
+    return movm + ops if operand == "d" else ops + movm
+
+
+def _transposed(by_register: np.ndarray, register: int) -> bool:
+    """Whether a 16-bit register's two elements are not adjacent in memory."""
+    return not (by_register[:, register, 1] - by_register[:, register, 0] == 1).all()
 
 
 def _distinct_registers(coords: np.ndarray) -> list[int]:

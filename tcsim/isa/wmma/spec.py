@@ -50,6 +50,15 @@ def memory_ptx(shape: str, operand: str, type_: str, layout: str, space: str) ->
     return f"wmma.{verb}.{operand}.sync.aligned.{layout}.{shape}.{space}.{type_}"
 
 
+def case_qualifier(shape: str, operand: str, type_: str) -> str:
+    """A wmma.mma qualifier whose ``operand`` is a ``type_`` fragment of ``shape``: the one a
+    load or store case (`load_cases`, `store_cases`) belongs to."""
+    if operand in ("a", "b"):
+        return f"wmma.{shape}.row.col.f32.{type_}.{type_}.f32"
+    inputs = "tf32" if shape.endswith("k8") else "f16"
+    return f"wmma.{shape}.row.col.{type_}.{inputs}.{inputs}.{type_}"
+
+
 def fragment_registers(shape: str, operand: str, type_: str) -> int:
     """32-bit registers of a fragment, as PTX declares them.
 
