@@ -34,7 +34,7 @@ SECTOR = 32  # bytes: the unit of global-memory traffic
 # ``@!PT LDS RZ, [RZ]``: predicated off, so no thread loads, but each warp issues them and
 # Nsight Compute counts them among shared-load instructions (docs/seeds.md).
 CP_ASYNC_PADDING_LDS = 3
-CP_ASYNC_PADDING = "before a run of cp.async: 3 x @!PT LDS RZ, [RZ]"
+CP_ASYNC_PADDING = "ptxas: @!PT LDS before cp.async"
 BANK_PERIOD = 128  # bytes: shifting a warp's addresses by this keeps every bank
 
 # Trace totals, keyed by the Nsight Compute (2025.3) metric each predicts.
