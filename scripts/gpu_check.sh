@@ -12,6 +12,8 @@
 # family, default 20,000; fp8 elements for model fitting land in $OUT/wgmma_fp8_elements.npz).
 # wmma runs tests/hw/test_wmma_hw.py (fragment maps; TCSIM_HW_WMMA_COUNT per qualifier).
 # seeds runs tests/hw/test_seeds_hw.py (the seeds' kernels: bits and counters).
+# explain measures the GPU's constants (benchmarks/bench_gpu_constants.py) and times and
+# profiles every kernel for the speed model (benchmarks/bench_explain.py --measure).
 # counters runs every Nsight Compute comparison: each wmma.load/store alone, the seeds' kernels
 # and the ladder (tests/hw/test_{wmma,seeds,kernels}_hw.py, -k nsight_compute).
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
@@ -75,6 +77,12 @@ elif [ "$mode" = seeds ]; then  # the seeds' kernels: bits and counters against 
   hw_tests test_seeds_hw.py
 elif [ "$mode" = counters ]; then  # every trace against Nsight Compute
   TCSIM_K=nsight_compute hw_tests test_wmma_hw.py test_seeds_hw.py test_kernels_hw.py
+elif [ "$mode" = explain ]; then  # the speed model's constants and its validation (issue 17)
+  python3 benchmarks/bench_gpu_constants.py --json "$OUT/gpu_constants.json" 2>&1 \
+    | tee "$OUT/gpu_constants.log"
+  python3 benchmarks/bench_explain.py --measure "$OUT/explain.json" ${EXPLAIN_ARGS:-} 2>&1 \
+    | tee "$OUT/pytest_hw.log"
+  status=${PIPESTATUS[0]}
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
   hw_tests test_kernels_hw.py
 elif [ "$mode" = checks ]; then  # planted bugs: compute-sanitizer against the simulator

@@ -130,6 +130,16 @@ class Trace:
     params: dict
     sites: dict[str, Site] = field(default_factory=dict)
     problems: list = field(default_factory=list)  # SimulationErrors, with checks="collect"
+    # What the speed model needs of the K loop: "k_tiles", "prefetch" (how many K tiles ahead
+    # of the one computed a global load or copy reads) and "barriers" (per K tile).
+    pipeline: dict = field(default_factory=dict)
+
+    def explain(self, gpu: str = "H100-SXM", registers: int | None = None):
+        """Why this kernel takes the time it does on ``gpu``: `tcsim.perf.Explanation`
+        (predicted seconds, the limiter, the time each unit needs)."""
+        from .perf.model import explain
+
+        return explain(self, gpu, registers)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -315,6 +325,9 @@ class Tracer(Counter, Machine):
         self.grid = (grid_m, grid_n)
         self.blocks = 1 if exhaustive else grid_m * grid_n
         self.copying = False  # in a run of cp.async (see _copy_async)
+        self.k = None  # the K tile of the loop iteration being traced
+        self.prefetch = 0
+        self.barriers = 0  # barriers inside the K loop, weighted like everything else
 
     def begin_blocks(self, rows, cols) -> None:
         if self.report.mode == "off" or self.exhaustive:
@@ -328,9 +341,14 @@ class Tracer(Counter, Machine):
         visits = [(start, 1), (start + 1, n - 2), (stop - 1, 1)] \
             if n >= 3 and not self.exhaustive else [(k, 1) for k in range(start, stop)]
         for k, weight in visits:
-            self.weight = weight
+            self.weight, self.k = weight, k
             yield k
-        self.weight = 1
+        self.weight, self.k = 1, None
+
+    def global_elements(self, site, operand, rows, cols, k_tile, vector):
+        if self.k is not None and operand in ("A", "B"):
+            self.prefetch = max(self.prefetch, k_tile - self.k)
+        return super().global_elements(site, operand, rows, cols, k_tile, vector)
 
     def _site(self, name: str, instruction: str, ptx: str = "") -> Site:
         if not instruction.startswith("cp.async"):
@@ -339,6 +357,8 @@ class Tracer(Counter, Machine):
 
     def sync(self) -> None:
         self.copying = False
+        if self.k is not None:
+            self.barriers += self.weight
         super().sync()
 
     def wait_group(self, pending: int) -> None:
@@ -438,5 +458,8 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
         tracer.begin_blocks(np.array([row]), np.array([col]))
         kernel.issue(tracer)
         tracer.end_blocks()
+    tiles = tracer.k_tile_count
+    pipeline = {"k_tiles": tiles, "prefetch": tracer.prefetch,
+                "barriers": tracer.barriers / len(blocks) / max(tiles, 1)}
     return Trace(kernel.name, (tracer.M, tracer.N, tracer.K), p.as_dict(), tracer.sites,
-                 tracer.report.problems)
+                 tracer.report.problems, pipeline)

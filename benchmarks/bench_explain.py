@@ -1,0 +1,180 @@
+"""The speed model against the GPU: every kernel's predicted time (`Trace.explain`) next to its
+measured time and Nsight Compute's view of what limits it.
+
+    python benchmarks/bench_explain.py --measure OUT.json     # on the GPU (gpu_check.sh explain)
+    python benchmarks/bench_explain.py --table OUT.json       # anywhere: the validation table
+
+``--measure`` times each kernel's CUDA twin (CUDA events, median of ``--runs`` launches after
+warm-up, rotating over three input sets) and profiles each once under ncu for the
+speed-of-light percentages of each unit, DRAM bytes, the L2 hit rate, achieved occupancy and
+the stall reasons. ``--table`` predicts each case with the model and prints predicted against
+measured time, the error, the model's limiter and Nsight Compute's (the unit with the highest
+throughput percentage; "latency" when none reaches 60%).
+
+Kernels held out while the model was built (HELD_OUT) are reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import time
+
+import numpy as np
+
+import tcsim
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+CASES = [(name, acc) for name in tcsim.kernels.KERNELS for acc in ("f16", "f32")] + \
+    [(name, None) for name in tcsim.kernels.SEED_KERNELS]
+HELD_OUT = {"kernel3", "kernel5", "wmma_basic", "wmma_basic_fixed", "wmma_shared",
+            "tf32_puzzle"}
+ROTATE = 3
+# Nsight Compute's speed of light per unit (percent of peak over the kernel's duration).
+SOL = {
+    "tensor": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "shared": "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
+    "l1": "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l2": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "issue": "smsp__issue_active.avg.pct_of_peak_sustained_elapsed",
+}
+OTHER = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+         "lts__t_sector_hit_rate.pct", "sm__warps_active.avg.pct_of_peak_sustained_active",
+         "sm__cycles_elapsed.avg.per_second", "launch__registers_per_thread",
+         "launch__occupancy_limit_registers", "smsp__average_warps_issue_stalled_long_scoreboard_"
+         "per_issue_active.ratio", "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+         "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+         "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+         "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+         "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
+LATENCY_BELOW = 60.0  # percent: no unit this busy means the kernel waits on latency
+
+
+def _params(name: str, acc: str | None) -> dict:
+    return {"accumulate": acc} if acc else {}
+
+
+def _inputs(kernel, M, N, K, rng):
+    dtype = np.float32 if kernel.defaults.inputs == "f32" else np.float16
+    return [rng.uniform(-1, 1, s).astype(dtype) for s in ((M, K), (K, N), (M, N))]
+
+
+def measure(path: str, runs: int) -> None:
+    import cupy
+
+    from tcsim.hw import runtime
+    from tcsim.hw.gemm import launch
+    from tcsim.hw.profile import profile
+
+    rng = np.random.default_rng(0)
+    rows, launches = [], []
+    for M, N, K in SHAPES:
+        for name, acc in CASES:
+            kernel = tcsim.kernels.kernel_named(name)
+            p = kernel.params(**_params(name, acc))
+            sets = [[cupy.asarray(x) for x in _inputs(kernel, M, N, K, rng)]
+                    for _ in range(ROTATE)]
+            D = cupy.empty((M, N), p.output_dtype)
+            fn = runtime.kernel_function(kernel.source, kernel.entry, kernel.defines(p),
+                                         p.shared_bytes)
+            grid, block = kernel.launch_shape(p, M, N)
+
+            def go(i, fn=fn, sets=sets, D=D, grid=grid, block=block, p=p, M=M, N=N, K=K):
+                A, B, C = sets[i % ROTATE]
+                fn(grid, block, (A, B, C, D, np.float32(1), np.float32(0), np.int32(M),
+                                 np.int32(N), np.int32(K)), shared_mem=p.shared_bytes)
+
+            seconds = _median_seconds(go, runs)
+            rows.append({"kernel": name, "accumulate": acc, "shape": [M, N, K],
+                         "seconds": seconds})
+            print(f"{name} {acc or ''} {M}x{N}x{K}: {seconds * 1e3:.3f} ms, "
+                  f"{2 * M * N * K / seconds / 1e12:.1f} TFLOP/s", flush=True)
+            A, B, _ = (cupy.asnumpy(x) for x in sets[0])
+            launches.append(launch(kernel, A, B, label=name, **_params(name, acc)))
+            del sets, D
+    try:
+        counters = profile(launches, tuple(SOL.values()) + OTHER)
+    except RuntimeError as error:  # a metric this ncu does not know: keep the time at least
+        print(f"ncu with every metric failed; retrying with the duration alone:\n{error}")
+        counters = profile(launches, ("gpu__time_duration.sum",))
+    for row, c in zip(rows, counters):
+        row["ncu"] = c
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                          "--format=csv,noheader"], capture_output=True, text=True).stdout
+    with open(path, "w") as f:
+        json.dump({"gpu": smi.strip(), "date": time.strftime("%Y-%m-%d"), "runs": runs,
+                   "rows": rows}, f, indent=1)
+
+
+def _median_seconds(fn, runs: int, warmup: int = 3) -> float:
+    import cupy
+
+    for i in range(warmup):
+        fn(i)
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    times = []
+    for i in range(runs):
+        start.record()
+        fn(i)
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    return statistics.median(times)
+
+
+def ncu_limiter(ncu: dict) -> str:
+    """The unit Nsight Compute shows busiest, or "latency" when none reaches LATENCY_BELOW."""
+    busy = {unit: ncu.get(metric, float("nan")) for unit, metric in SOL.items()}
+    unit = max(busy, key=lambda u: busy[u] if busy[u] == busy[u] else -1)
+    return unit if busy[unit] >= LATENCY_BELOW else "latency"
+
+
+def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
+    """One row per measured case: predicted and measured seconds, the error, both limiters."""
+    data = json.load(open(path))
+    out = []
+    for row in data["rows"]:
+        M, N, K = row["shape"]
+        e = tcsim.trace(row["kernel"], M, N, K, **_params(row["kernel"], row["accumulate"])) \
+            .explain(gpu)
+        out.append({"kernel": row["kernel"], "accumulate": row["accumulate"] or "",
+                    "shape": f"{M}x{N}x{K}", "measured_ms": row["seconds"] * 1e3,
+                    "predicted_ms": e.seconds * 1e3, "error": e.seconds / row["seconds"] - 1,
+                    "limiter": e.limiter, "ncu_limiter": ncu_limiter(row.get("ncu", {})),
+                    "held_out": row["kernel"] in HELD_OUT})
+    return out
+
+
+def render(rows: list[dict]) -> str:
+    lines = ["| kernel | acc | M x N x K | measured ms | predicted ms | error | limiter | "
+             "ncu's busiest unit | held out |", "|---|---|---|---:|---:|---:|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['kernel']} | {r['accumulate']} | {r['shape']} | "
+                     f"{r['measured_ms']:.3f} | {r['predicted_ms']:.3f} | {r['error']:+.0%} | "
+                     f"{r['limiter']} | {r['ncu_limiter']} | {'yes' if r['held_out'] else ''} |")
+    for held in (False, True):
+        errs = [abs(r["error"]) for r in rows if r["held_out"] == held]
+        if errs:
+            lines.append(f"\n{'held out' if held else 'built on'}: {len(errs)} cases, "
+                         f"median |error| {statistics.median(errs):.0%}, max {max(errs):.0%}, "
+                         f"{sum(e <= 0.2 for e in errs)} within 20%")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--measure", metavar="OUT.json")
+    p.add_argument("--table", metavar="MEASURED.json")
+    p.add_argument("--runs", type=int, default=10)
+    args = p.parse_args()
+    if args.measure:
+        measure(args.measure, args.runs)
+    if args.table:
+        print(render(table(args.table)))
+
+
+if __name__ == "__main__":
+    main()

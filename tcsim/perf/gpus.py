@@ -1,0 +1,83 @@
+"""GPU descriptions as data: every constant the speed-of-light model uses, with its unit and its
+source (``gpus.json`` beside this module).
+
+The H100 SXM entry is measured on this project's H100 by ``benchmarks/bench_gpu_constants.py``
+(tensor rates, shared-memory wavefronts, latencies, bandwidths, the clock) and the CUDA
+programming guide's per-SM limits; the others come from published figures and are labelled
+``measured: false`` (unverified here). The model never fits a constant to a kernel.
+
+    gpu("H100-SXM")["sms"]                 # 132
+    gpu("H100-SXM").tensor_rate("m16n8k16.row.col.f32.f16.f16.f32")   # instructions/SM/cycle
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: float
+    unit: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Gpu:
+    key: str
+    name: str
+    arch: str
+    measured: bool  # measured on this project's hardware, or published figures only
+    constants: dict[str, Constant]
+    tensor: dict[str, Constant]  # mma qualifier family -> instructions per SM per cycle
+
+    def __getitem__(self, name: str) -> float:
+        try:
+            return self.constants[name].value
+        except KeyError:
+            raise KeyError(f"{self.key} has no constant {name!r}; it has "
+                           f"{', '.join(sorted(self.constants))}") from None
+
+    def tensor_rate(self, qualifier: str) -> float:
+        """mma.sync instructions of ``qualifier`` (``m16n8k16.row.col.f32.f16.f16.f32`` or
+        with the ``mma.sync.aligned.`` prefix) one SM completes per cycle at most."""
+        family = tensor_family(qualifier)
+        if family not in self.tensor:
+            raise KeyError(f"{self.key}: no tensor rate for {family!r} (a {qualifier}); "
+                           f"known: {', '.join(sorted(self.tensor))}")
+        return self.tensor[family].value
+
+    @property
+    def cycles_per_second(self) -> float:
+        return self["clock_ghz"] * 1e9
+
+
+def tensor_family(qualifier: str) -> str:
+    """``"m16n8k16.f32.f16"``: shape, D type and A type, what sets an mma.sync's rate."""
+    parts = qualifier.removeprefix("mma.sync.aligned.").split(".")
+    return f"{parts[0]}.{parts[3]}.{parts[4]}"
+
+
+@cache
+def _table() -> dict:
+    return json.loads((files("tcsim.perf") / "gpus.json").read_text())
+
+
+def gpu_names() -> list[str]:
+    return list(_table())
+
+
+def gpu(name: str | Gpu) -> Gpu:
+    """The description of GPU ``name`` (see `gpu_names`)."""
+    if isinstance(name, Gpu):
+        return name
+    table = _table()
+    if name not in table:
+        raise KeyError(f"unknown GPU {name!r}; known: {', '.join(table)}")
+    entry = table[name]
+    constants = {k: Constant(**v) for k, v in entry["constants"].items()}
+    tensor = {k: Constant(**v) for k, v in entry["tensor"].items()}
+    return Gpu(name, entry["name"], entry["arch"], entry["measured"], constants, tensor)
