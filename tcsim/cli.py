@@ -5,6 +5,8 @@
     tcsim mma QUALIFIER [--distribution NAME]  one instruction on random inputs, bits shown
     tcsim trace KERNEL M N K [--json] [--block_m 128 ...]   per-site counters of a kernel
     tcsim compare KERNEL KERNEL M N K          two kernels' counters side by side
+    tcsim explain KERNEL M N K [--gpu H100-SXM] why it takes the time it does: the predicted
+                                               time, the limiter, each unit's share
     tcsim precision [--k 16 64 ...] [--dots N] [--json PATH] [--plot PATH]
                                                f16 vs f32 accumulation error against K
     tcsim verify [--count N]                   quick simulator-against-GPU check
@@ -27,6 +29,7 @@ from . import __version__, fragment, mma, mma_regs, parse, supported_qualifiers
 from .isa import samples
 from .kernels import KERNELS, SEED_KERNELS, GemmParams
 from .kernels.checks import SimulationError
+from .perf import gpu_names
 from .trace import trace
 
 DEMO_QUALIFIER = "m16n8k8.row.col.f32.f16.f16.f32"
@@ -149,6 +152,12 @@ def _params(args) -> dict:
 def _trace(args) -> int:
     t = trace(args.kernel, args.M, args.N, args.K, **_params(args))
     print(t.to_json() if args.json else t)
+    return 0
+
+
+def _explain(args) -> int:
+    t = trace(args.kernel, args.M, args.N, args.K, **_params(args))
+    print(t.explain(args.gpu, args.registers))
     return 0
 
 
@@ -278,6 +287,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("kernels", nargs=2, choices=kernels, metavar="KERNEL")
     _add_kernel_options(c)
     c.set_defaults(run=_compare)
+    e = sub.add_parser("explain", help="predicted time and what limits a kernel",
+                       description="Example: tcsim explain kernel2 4096 4096 4096 --gpu T4 "
+                                   "(docs/performance.md)")
+    e.add_argument("kernel", choices=kernels)
+    _add_kernel_options(e)
+    e.add_argument("--gpu", default="H100-SXM", choices=gpu_names())
+    e.add_argument("--registers", type=_positive, metavar="N",
+                   help="registers per thread (default: ptxas's for the twin when nvcc is "
+                        "installed, else the kernel's declared budget)")
+    e.set_defaults(run=_explain)
     doc = sub.add_parser("docs", help="regenerate docs/fragments.md and its diagrams",
                          description="Example: tcsim docs docs (writes docs/fragments.md and "
                                      "docs/figures/*.svg from the fragment tables)")

@@ -41,13 +41,11 @@ def occupancy(gpu: Gpu, warps: int, registers: int, registers_source: str,
     unit = int(gpu["register_alloc_unit"])
     per_warp = -(-registers * 32 // unit) * unit
     reserved = int(gpu["shared_reserved_per_block"])
-    limits = {
-        "registers": int(gpu["registers_per_sm"]) // (per_warp * warps),
-        "shared memory": int(gpu["shared_bytes_per_sm"]) // (shared_bytes + reserved)
-        if shared_bytes else int(gpu["max_blocks_per_sm"]),
-        "warps": int(gpu["max_warps_per_sm"]) // warps,
-        "blocks": int(gpu["max_blocks_per_sm"]),
-    }
+    limits = {"registers": int(gpu["registers_per_sm"]) // (per_warp * warps),
+              "warps": int(gpu["max_warps_per_sm"]) // warps,
+              "blocks": int(gpu["max_blocks_per_sm"])}
+    if shared_bytes:
+        limits["shared memory"] = int(gpu["shared_bytes_per_sm"]) // (shared_bytes + reserved)
     limiter = min(limits, key=lambda k: limits[k])
     if limits[limiter] < 1:
         raise ValueError(f"a block of {warps} warps, {registers} registers a thread and "

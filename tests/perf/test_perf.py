@@ -1,0 +1,104 @@
+"""tcsim.perf: GPU descriptions, occupancy and the speed model's bookkeeping. How well the
+model predicts the H100 is benchmarks/bench_explain.py's table (docs/performance.md)."""
+
+import math
+import shutil
+
+import pytest
+
+import tcsim
+from tcsim.perf import explain, gpu, gpu_names, occupancy
+from tcsim.perf.occupancy import twin_registers
+
+UNITS = {"tensor", "shared", "l1", "issue", "l2", "dram", "latency"}
+
+
+def test_every_constant_has_a_unit_and_a_source():
+    for name in gpu_names():
+        g = gpu(name)
+        for key, c in {**g.constants, **g.tensor}.items():
+            assert c.unit and c.source, f"{name} {key}"
+            assert c.value > 0, f"{name} {key}"
+        for key in ("sms", "clock_ghz", "registers_per_sm", "max_warps_per_sm",
+                    "shared_bytes_per_sm", "l2_bytes_per_s", "dram_bytes_per_s"):
+            assert g[key] > 0
+
+
+def test_an_unknown_gpu_or_constant_is_named():
+    with pytest.raises(KeyError, match="unknown GPU 'V100'"):
+        gpu("V100")
+    with pytest.raises(KeyError, match="no constant 'warp_size'"):
+        gpu("H100-SXM")["warp_size"]
+
+
+@pytest.mark.parametrize("warps, registers, shared, blocks, limiter", [
+    (4, 244, 65536, 2, "registers"),   # kernel6 f16: 7,936 registers a warp, 31,744 a block
+    (4, 168, 16384, 3, "registers"),   # kernel5 f16: 5,376 a warp (already a multiple of 256)
+    (8, 195, 49152, 1, "registers"),
+    (4, 32, 120 * 1024, 1, "shared memory"),  # 1 KB reserved per block on top
+    (32, 16, 0, 2, "warps"),
+    (1, 16, 0, 32, "blocks"),
+])
+def test_blocks_per_sm_follow_the_occupancy_rules(warps, registers, shared, blocks, limiter):
+    o = occupancy(gpu("H100-SXM"), warps, registers, "test", shared)
+    assert (o.blocks_per_sm, o.limiter) == (blocks, limiter)
+
+
+def test_a_block_that_cannot_fit_is_refused():
+    with pytest.raises(ValueError, match="does not fit"):
+        occupancy(gpu("H100-SXM"), 32, 255, "test", 0)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (ptxas) to read registers")
+def test_ptxas_registers_are_what_nsight_compute_reported_on_the_h100():
+    """launch__registers_per_thread of the twins at 4096^3 (docs/benchmarks.md, 2026-11-22)."""
+    measured = {"kernel1": 186, "kernel2": 195, "kernel3": 209, "kernel4": 210,
+                "kernel5": 168, "kernel6": 244}
+    for name, registers in measured.items():
+        k = tcsim.kernels.kernel_named(name)
+        p = k.params(accumulate="f16")
+        assert twin_registers(k.source, k.entry, k.defines(p), "sm_90") == registers, name
+
+
+def test_the_explanation_is_consistent_with_its_parts():
+    for name in ("kernel1", "kernel6", "wmma_shared"):
+        e = tcsim.trace(name, 2048, 1024, 1024).explain("H100-SXM", registers=128)
+        assert e.limiter in UNITS and set(e.units) | {"latency"} == UNITS
+        bounds = {**e.units, "latency": e.latency}
+        assert math.isclose(e.seconds, max(bounds.values()), rel_tol=1e-9) or \
+            e.seconds >= max(bounds.values())
+        assert bounds[e.limiter] == max(bounds.values())
+        assert e.waves >= e.full_waves > e.waves - 1
+        assert e.tflops == pytest.approx(2 * 2048 * 1024 * 1024 / e.seconds / 1e12)
+        assert e.limiter in str(e) and "<table>" in e._repr_html_()
+
+
+def test_the_tensor_bound_is_the_mma_count_over_the_rate():
+    """At full occupancy a block's tensor time is its mma count over the SM's rate."""
+    t = tcsim.trace("kernel6", 4096, 4096, 4096)
+    e = explain(t, "H100-SXM", registers=128)
+    g = gpu("H100-SXM")
+    mma = t.sites["mma"].mma if "mma" in t.sites else \
+        sum(s.mma for s in t.sites.values())
+    per_block = mma / e.details["blocks"]
+    B = e.occupancy.blocks_per_sm
+    want = e.waves * B * per_block / g.tensor_rate("m16n8k16.row.col.f16.f16.f16.f16") \
+        / g.cycles_per_second
+    assert e.units["tensor"] == pytest.approx(want)
+
+
+def test_a_bank_conflicted_kernel_is_blamed_on_shared_memory():
+    """kernel1's unswizzled tiles: 8x the ideal shared-load wavefronts."""
+    e = tcsim.trace("kernel1", 4096, 4096, 4096).explain("H100-SXM", registers=186)
+    assert e.units["shared"] > e.units["tensor"]
+    assert e.units["shared"] > 2 * e.units["l2"]
+
+
+def test_the_cli_explains(capsys):
+    from tcsim.cli import main
+
+    assert main(["explain", "kernel2", "1024", "1024", "1024", "--registers", "195"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted" in out and "limited by" in out and "occupancy" in out
+    with pytest.raises(SystemExit):
+        main(["explain", "kernel2", "1024", "1024", "1024", "--gpu", "nope"])
