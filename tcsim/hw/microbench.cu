@@ -33,24 +33,29 @@ __device__ __forceinline__ u32 sm_id() {
   return s;
 }
 
-// Block-wide start: all warps arrive, then thread 0 reads the clocks.
-__device__ __forceinline__ void block_start(u64& c0, u64& g0) {
+// Block-wide start: all warps arrive, then thread 0 reads the clocks (kept in shared memory,
+// not in every thread's registers).
+__device__ __shared__ u64 block_clock0[2];
+
+__device__ __forceinline__ void block_start() {
   __syncthreads();
-  c0 = clock_now();
-  g0 = global_now();
+  if (threadIdx.x == 0) {
+    block_clock0[0] = clock_now();
+    block_clock0[1] = global_now();
+  }
 }
 
 // Block-wide end: all warps have issued their loops; thread 0 writes the record.
-__device__ __forceinline__ void block_end(u64* rec, u64 c0, u64 g0) {
+__device__ __forceinline__ void block_end(u64* rec) {
   __syncthreads();
-  const u64 c1 = clock_now();
-  const u64 g1 = global_now();
   if (threadIdx.x == 0) {
+    const u64 c1 = clock_now();
+    const u64 g1 = global_now();
     u64* r = rec + (u64)blockIdx.x * RECORD;
     r[0] = sm_id();
-    r[1] = c0;
+    r[1] = block_clock0[0];
     r[2] = c1;
-    r[3] = g0;
+    r[3] = block_clock0[1];
     r[4] = g1;
   }
 }
@@ -67,13 +72,12 @@ extern "C" __global__ void __launch_bounds__(256) clock_ffma(u64* rec, u32* sink
   float v[8];
 #pragma unroll
   for (int c = 0; c < 8; c++) v[c] = (float)(threadIdx.x + c) * 1e-3f;
-  u64 c0, g0;
-  block_start(c0, g0);
+  block_start();
   for (int i = 0; i < iters; i++) {
 #pragma unroll
-    for (int c = 0; c < 8; c++) v[c] = fmaf(v[c], m, a);
+    for (int c = 0; c < 8; c++) asm("fma.rn.f32 %0, %0, %1, %2;" : "+f"(v[c]) : "f"(m), "f"(a));
   }
-  block_end(rec, c0, g0);
+  block_end(rec);
   u32 x = 0;
 #pragma unroll
   for (int c = 0; c < 8; c++) x ^= __float_as_uint(v[c]);
@@ -86,40 +90,39 @@ extern "C" __global__ void __launch_bounds__(256) clock_ffma(u64* rec, u32* sink
 
 #define MMA_CHAINS 8
 
-#define MMA_ACC4(PTX)                                                                         \
-  asm volatile(PTX " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"         \
-               : "+r"(acc[c][0]), "+r"(acc[c][1]), "+r"(acc[c][2]), "+r"(acc[c][3])           \
+#define MMA_ACC4(PTX)                                                                          \
+  asm volatile(PTX " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"          \
+               : "+r"(acc[c][0]), "+r"(acc[c][1]), "+r"(acc[c][2]), "+r"(acc[c][3])            \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
-#define MMA_ACC2(PTX)                                                                         \
-  asm volatile(PTX " {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"                         \
-               : "+r"(acc[c][0]), "+r"(acc[c][1])                                             \
+#define MMA_ACC2(PTX)                                                                          \
+  asm volatile(PTX " {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"                          \
+               : "+r"(acc[c][0]), "+r"(acc[c][1])                                              \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
 // m16n8k8 f16: A is two registers, B one.
-#define MMA8_ACC4(PTX)                                                                        \
-  asm volatile(PTX " {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"                     \
-               : "+r"(acc[c][0]), "+r"(acc[c][1]), "+r"(acc[c][2]), "+r"(acc[c][3])           \
+#define MMA8_ACC4(PTX)                                                                         \
+  asm volatile(PTX " {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"                      \
+               : "+r"(acc[c][0]), "+r"(acc[c][1]), "+r"(acc[c][2]), "+r"(acc[c][3])            \
                : "r"(a[0]), "r"(a[1]), "r"(b[0]))
-#define MMA8_ACC2(PTX)                                                                        \
-  asm volatile(PTX " {%0, %1}, {%2, %3}, {%4}, {%0, %1};"                                     \
-               : "+r"(acc[c][0]), "+r"(acc[c][1])                                             \
+#define MMA8_ACC2(PTX)                                                                         \
+  asm volatile(PTX " {%0, %1}, {%2, %3}, {%4}, {%0, %1};"                                      \
+               : "+r"(acc[c][0]), "+r"(acc[c][1])                                              \
                : "r"(a[0]), "r"(a[1]), "r"(b[0]))
 
 // NAME: kernel name; NACC: accumulator registers; A0/B0: input bit patterns; STEP: one mma.
-#define MMA_TPUT_KERNEL(NAME, NACC, A0, B0, STEP)                                             \
-  extern "C" __global__ void __launch_bounds__(256) NAME(u64* rec, u32* sink, int iters) {   \
-    u32 a[4] = {(A0) ^ (threadIdx.x & 1), (A0), (A0), (A0)};                                  \
-    u32 b[2] = {(B0), (B0)};                                                                  \
-    u32 acc[MMA_CHAINS][NACC] = {};                                                           \
-    u64 c0, g0;                                                                               \
-    block_start(c0, g0);                                                                      \
-    for (int i = 0; i < iters; i++) {                                                         \
-      _Pragma("unroll") for (int c = 0; c < MMA_CHAINS; c++) { STEP; }                        \
-    }                                                                                         \
-    block_end(rec, c0, g0);                                                                   \
-    u32 x = 0;                                                                                \
-    _Pragma("unroll") for (int c = 0; c < MMA_CHAINS; c++)                                    \
-        _Pragma("unroll") for (int r = 0; r < NACC; r++) x ^= acc[c][r];                      \
-    sink_if_impossible(sink, x);                                                              \
+#define MMA_TPUT_KERNEL(NAME, NACC, A0, B0, STEP)                                              \
+  extern "C" __global__ void __launch_bounds__(256) NAME(u64* rec, u32* sink, int iters) {     \
+    u32 a[4] = {(A0) ^ (threadIdx.x & 1), (A0), (A0), (A0)};                                   \
+    u32 b[2] = {(B0), (B0)};                                                                   \
+    u32 acc[MMA_CHAINS][NACC] = {};                                                            \
+    block_start();                                                                             \
+    for (int i = 0; i < iters; i++) {                                                          \
+      _Pragma("unroll") for (int c = 0; c < MMA_CHAINS; c++) { STEP; }                         \
+    }                                                                                          \
+    block_end(rec);                                                                            \
+    u32 x = 0;                                                                                 \
+    _Pragma("unroll") for (int c = 0; c < MMA_CHAINS; c++)                                     \
+        _Pragma("unroll") for (int r = 0; r < NACC; r++) x ^= acc[c][r];                       \
+    sink_if_impossible(sink, x);                                                               \
   }
 
 #define F16_ONES 0x3c003c00u
@@ -147,19 +150,18 @@ MMA_TPUT_KERNEL(mma_tput_m16n8k16_bf16_f32, 4, BF16_ONES, BF16_TINY,
 
 #define MMA_LAT_UNROLL 8
 
-#define MMA_LAT_KERNEL(NAME, A0, B0, STEP)                                                    \
-  extern "C" __global__ void NAME(u64* rec, u32* sink, int iters) {                          \
-    u32 a[4] = {(A0) ^ (threadIdx.x & 1), (A0), (A0), (A0)};                                  \
-    u32 b[2] = {(B0), (B0)};                                                                  \
-    u32 acc[1][4] = {};                                                                       \
-    const int c = 0;                                                                          \
-    u64 c0, g0;                                                                               \
-    block_start(c0, g0);                                                                      \
-    for (int i = 0; i < iters; i++) {                                                         \
-      _Pragma("unroll") for (int u = 0; u < MMA_LAT_UNROLL; u++) { STEP; }                    \
-    }                                                                                         \
-    sink_if_impossible(sink, acc[0][0] ^ acc[0][1] ^ acc[0][2] ^ acc[0][3]);                  \
-    block_end(rec, c0, g0);                                                                   \
+#define MMA_LAT_KERNEL(NAME, A0, B0, STEP)                                                     \
+  extern "C" __global__ void NAME(u64* rec, u32* sink, int iters) {                            \
+    u32 a[4] = {(A0) ^ (threadIdx.x & 1), (A0), (A0), (A0)};                                   \
+    u32 b[2] = {(B0), (B0)};                                                                   \
+    u32 acc[1][4] = {};                                                                        \
+    const int c = 0;                                                                           \
+    block_start();                                                                             \
+    for (int i = 0; i < iters; i++) {                                                          \
+      _Pragma("unroll") for (int u = 0; u < MMA_LAT_UNROLL; u++) { STEP; }                     \
+    }                                                                                          \
+    sink_if_impossible(sink, acc[0][0] ^ acc[0][1] ^ acc[0][2] ^ acc[0][3]);                   \
+    block_end(rec);                                                                            \
   }
 
 MMA_LAT_KERNEL(mma_lat_m16n8k16_f16_f32, F16_ONES, F16_TINY,
@@ -206,22 +208,21 @@ __device__ __forceinline__ void fill_shared(u32* buf, int words) {
 }
 
 // LOAD: lds32, lds128 or ldsm_x4; LANE_BYTES: a lane's offset; ROW: bytes between accesses.
-#define SMEM_LOAD_KERNEL(NAME, LOAD, LANE_BYTES, ROW)                                         \
-  extern "C" __global__ void __launch_bounds__(256, 4) NAME(u64* rec, u32* sink, int iters) { \
-    __shared__ __align__(128) u32 buf[2 * SMEM_U * (ROW) / 4];                                \
-    fill_shared(buf, 2 * SMEM_U * (ROW) / 4);                                                 \
-    const u32 base = (u32)__cvta_generic_to_shared(buf) + (threadIdx.x & 31) * (LANE_BYTES);  \
-    u32 x = 0;                                                                                \
-    u64 c0, g0;                                                                               \
-    block_start(c0, g0);                                                                      \
-    _Pragma("unroll 1") for (int i = 0; i < iters; i++) {                                     \
-      const u32 half = base + (u32)(i & 1) * (SMEM_U * (ROW));                                \
-      u32 v[SMEM_U];                                                                          \
-      _Pragma("unroll") for (int k = 0; k < SMEM_U; k++) v[k] = LOAD(half + k * (ROW));       \
-      _Pragma("unroll") for (int k = 0; k < SMEM_U; k++) x ^= v[k];                           \
-    }                                                                                         \
-    block_end(rec, c0, g0);                                                                   \
-    sink_if_impossible(sink, x);                                                              \
+#define SMEM_LOAD_KERNEL(NAME, LOAD, LANE_BYTES, ROW)                                          \
+  extern "C" __global__ void __launch_bounds__(256, 4) NAME(u64* rec, u32* sink, int iters) {  \
+    __shared__ __align__(128) u32 buf[2 * SMEM_U * (ROW) / 4];                                 \
+    fill_shared(buf, 2 * SMEM_U * (ROW) / 4);                                                  \
+    const u32 base = (u32)__cvta_generic_to_shared(buf) + (threadIdx.x & 31) * (LANE_BYTES);   \
+    u32 x = 0;                                                                                 \
+    block_start();                                                                             \
+    _Pragma("unroll 1") for (int i = 0; i < iters; i++) {                                      \
+      const u32 half = base + (u32)(i & 1) * (SMEM_U * (ROW));                                 \
+      u32 v[SMEM_U];                                                                           \
+      _Pragma("unroll") for (int k = 0; k < SMEM_U; k++) v[k] = LOAD(half + k * (ROW));        \
+      _Pragma("unroll") for (int k = 0; k < SMEM_U; k++) x ^= v[k];                            \
+    }                                                                                          \
+    block_end(rec);                                                                            \
+    sink_if_impossible(sink, x);                                                               \
   }
 
 SMEM_LOAD_KERNEL(smem_ld32, lds32, 4, 128)
@@ -233,15 +234,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) smem_st128(u64* rec, u32* s
   __shared__ __align__(128) u32 buf[2 * SMEM_U * 512 / 4];
   fill_shared(buf, 2 * SMEM_U * 512 / 4);
   const u32 base = (u32)__cvta_generic_to_shared(buf) + (threadIdx.x & 31) * 16;
-  u64 c0, g0;
-  block_start(c0, g0);
+  block_start();
 #pragma unroll 1
   for (int i = 0; i < iters; i++) {
     const u32 half = base + (u32)(i & 1) * (SMEM_U * 512);
 #pragma unroll
     for (int k = 0; k < SMEM_U; k++) sts128(half + k * 512, (u32)i);
   }
-  block_end(rec, c0, g0);
+  block_end(rec);
   sink_if_impossible(sink, buf[threadIdx.x]);
 }
 
@@ -258,8 +258,7 @@ extern "C" __global__ void smem_chase(u64* rec, u32* sink, int iters) {
   for (int j = threadIdx.x; j < SMEM_CHASE_WORDS; j += blockDim.x)
     buf[j] = base + 4u * (u32)((j + 33) % SMEM_CHASE_WORDS);
   u32 p = base;
-  u64 c0, g0;
-  block_start(c0, g0);
+  block_start();
   if (threadIdx.x == 0) {
     for (int i = 0; i < iters; i++) {
 #pragma unroll
@@ -267,7 +266,7 @@ extern "C" __global__ void smem_chase(u64* rec, u32* sink, int iters) {
     }
   }
   sink_if_impossible(sink, p);
-  block_end(rec, c0, g0);
+  block_end(rec);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -276,22 +275,21 @@ extern "C" __global__ void smem_chase(u64* rec, u32* sink, int iters) {
 // ones. .cg bypasses L1 (L2 or DRAM; SASS LDG.E.64.STRONG.GPU); plain ld.global (LDG.E.64)
 // and .ca (LDG.E.64.STRONG.SM on sm_90) are cached in L1. Launch 1 x 32.
 
-#define GLOBAL_CHASE_KERNEL(NAME, PTX)                                                        \
-  extern "C" __global__ void NAME(u64* rec, u32* sink, u64 start, int warm, int iters) {     \
-    u64 p = start;                                                                            \
-    if (threadIdx.x == 0) {                                                                   \
-      for (int s = 0; s < warm; s++) asm volatile(PTX " %0, [%0];" : "+l"(p)::"memory");      \
-    }                                                                                         \
-    u64 c0, g0;                                                                               \
-    block_start(c0, g0);                                                                      \
-    if (threadIdx.x == 0) {                                                                   \
-      for (int i = 0; i < iters; i++) {                                                       \
-        _Pragma("unroll") for (int u = 0; u < CHASE_UNROLL; u++)                              \
-            asm volatile(PTX " %0, [%0];" : "+l"(p)::"memory");                               \
-      }                                                                                       \
-    }                                                                                         \
-    sink_if_impossible(sink, (u32)p ^ (u32)(p >> 32));                                        \
-    block_end(rec, c0, g0);                                                                   \
+#define GLOBAL_CHASE_KERNEL(NAME, PTX)                                                         \
+  extern "C" __global__ void NAME(u64* rec, u32* sink, u64 start, int warm, int iters) {       \
+    u64 p = start;                                                                             \
+    if (threadIdx.x == 0) {                                                                    \
+      for (int s = 0; s < warm; s++) asm volatile(PTX " %0, [%0];" : "+l"(p)::"memory");       \
+    }                                                                                          \
+    block_start();                                                                             \
+    if (threadIdx.x == 0) {                                                                    \
+      for (int i = 0; i < iters; i++) {                                                        \
+        _Pragma("unroll") for (int u = 0; u < CHASE_UNROLL; u++)                               \
+            asm volatile(PTX " %0, [%0];" : "+l"(p)::"memory");                                \
+      }                                                                                        \
+    }                                                                                          \
+    sink_if_impossible(sink, (u32)p ^ (u32)(p >> 32));                                         \
+    block_end(rec);                                                                            \
   }
 
 GLOBAL_CHASE_KERNEL(global_chase_cg, "ld.global.cg.u64")
@@ -300,7 +298,8 @@ GLOBAL_CHASE_KERNEL(global_chase, "ld.global.u64")
 
 // ---------------------------------------------------------------------------------------------
 // g. Bandwidth: grid-stride loops of 16-byte accesses, READ_U independent loads per thread
-// per step (a main loop without bounds checks, then a tail of single loads).
+// per step (a main loop without bounds checks, then a tail of single loads). At most 32
+// registers (launch bounds 256 x 8), so SMs x 8 blocks of 256 threads are all resident at once.
 
 #define READ_U 4
 
@@ -331,14 +330,13 @@ __device__ __forceinline__ u32 ldg_ca_xor(const u32* p) {
 
 // Reads nvec 16-byte vectors of buf, `passes` times. L2: a 16 MB buffer, many passes, after
 // warm-up launches; DRAM: a 2 GiB buffer, one pass.
-extern "C" __global__ void __launch_bounds__(256) global_read_cg(u64* rec, u32* sink,
-                                                                const u32* buf, u64 nvec,
-                                                                int passes) {
+extern "C" __global__ void __launch_bounds__(256, 8) global_read_cg(u64* rec, u32* sink,
+                                                                   const u32* buf, u64 nvec,
+                                                                   int passes) {
   const u64 stride = (u64)gridDim.x * blockDim.x;
   const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
   u32 x = 0;
-  u64 c0, g0;
-  block_start(c0, g0);
+  block_start();
   for (int p = 0; p < passes; p++) {
     u64 i = first;
     for (; i + (READ_U - 1) * stride < nvec; i += READ_U * stride) {
@@ -350,17 +348,16 @@ extern "C" __global__ void __launch_bounds__(256) global_read_cg(u64* rec, u32* 
     }
     for (; i < nvec; i += stride) x ^= ldg_cg_xor(buf + 4 * i);
   }
-  block_end(rec, c0, g0);
+  block_end(rec);
   sink_if_impossible(sink, x);
 }
 
 // Copies nvec 16-byte vectors from src to dst.
-extern "C" __global__ void __launch_bounds__(256) global_copy(u64* rec, const u32* src,
-                                                             u32* dst, u64 nvec) {
+extern "C" __global__ void __launch_bounds__(256, 8) global_copy(u64* rec, const u32* src,
+                                                                u32* dst, u64 nvec) {
   const u64 stride = (u64)gridDim.x * blockDim.x;
   const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  u64 c0, g0;
-  block_start(c0, g0);
+  block_start();
   u64 i = first;
   for (; i + (READ_U - 1) * stride < nvec; i += READ_U * stride) {
     u32 v[READ_U][4];
@@ -378,7 +375,7 @@ extern "C" __global__ void __launch_bounds__(256) global_copy(u64* rec, const u3
     asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst + 4 * i), "r"(v0),
                  "r"(v1), "r"(v2), "r"(v3) : "memory");
   }
-  block_end(rec, c0, g0);
+  block_end(rec);
 }
 
 // L1 bandwidth: every block reads the same 16 KB (4 rows of 256 threads x 16 bytes), all four
@@ -389,22 +386,21 @@ extern "C" __global__ void __launch_bounds__(256) global_copy(u64* rec, const u3
 // LDG.E.128.STRONG.SM for it, as for ld.relaxed.cta).
 #define L1_ROW_WORDS 1024
 
-#define L1_READ_KERNEL(NAME, LOAD)                                                            \
-  extern "C" __global__ void __launch_bounds__(256, 4) NAME(u64* rec, u32* sink,             \
-                                                            const u32* buf, int iters) {      \
-    const u32* p = buf + 4 * threadIdx.x;                                                     \
-    u32 x = 0;                                                                                \
-    u64 c0, g0;                                                                               \
-    block_start(c0, g0);                                                                      \
-    _Pragma("unroll 1") for (int i = 0; i < iters; i++) {                                     \
-      const u32* q = p + 2 * L1_ROW_WORDS * (i & 1);                                          \
-      const u32* r = p + 2 * L1_ROW_WORDS * ((i & 1) ^ 1);                                    \
-      const u32 v0 = LOAD(q), v1 = LOAD(q + L1_ROW_WORDS);                                    \
-      const u32 v2 = LOAD(r), v3 = LOAD(r + L1_ROW_WORDS);                                    \
-      x ^= v0 ^ v1 ^ v2 ^ v3;                                                                 \
-    }                                                                                         \
-    block_end(rec, c0, g0);                                                                   \
-    sink_if_impossible(sink, x);                                                              \
+#define L1_READ_KERNEL(NAME, LOAD)                                                             \
+  extern "C" __global__ void __launch_bounds__(256, 4) NAME(u64* rec, u32* sink,               \
+                                                            const u32* buf, int iters) {       \
+    const u32* p = buf + 4 * threadIdx.x;                                                      \
+    u32 x = 0;                                                                                 \
+    block_start();                                                                             \
+    _Pragma("unroll 1") for (int i = 0; i < iters; i++) {                                      \
+      const u32* q = p + 2 * L1_ROW_WORDS * (i & 1);                                           \
+      const u32* r = p + 2 * L1_ROW_WORDS * ((i & 1) ^ 1);                                     \
+      const u32 v0 = LOAD(q), v1 = LOAD(q + L1_ROW_WORDS);                                     \
+      const u32 v2 = LOAD(r), v3 = LOAD(r + L1_ROW_WORDS);                                     \
+      x ^= v0 ^ v1 ^ v2 ^ v3;                                                                  \
+    }                                                                                          \
+    block_end(rec);                                                                            \
+    sink_if_impossible(sink, x);                                                               \
   }
 
 L1_READ_KERNEL(l1_read, ldg_xor)

@@ -71,8 +71,10 @@ def _ptxas_registers(source: str, entry: str, defines: tuple, arch: str) -> int 
         run = subprocess.run(["nvcc", f"-arch={arch}", "-cubin", "-o", f"{tmp}/k.cubin",
                               f"-I{here}", "-Xptxas", "-v", *(f"-D{k}={v}" for k, v in defines),
                               str(here / source)], capture_output=True, text=True)
-    if run.returncode:
-        raise RuntimeError(f"nvcc failed on {source}:\n{run.stderr[-2000:]}")
+    if run.returncode:  # e.g. an instruction the architecture lacks
+        first = next((line for line in run.stderr.splitlines() if "error" in line), run.stderr)
+        raise ValueError(f"{source} does not compile for {arch}: "
+                         f"{first.split('error')[-1].strip(' :')}")
     text = run.stderr
     block = text[text.find(f"'{entry}'"):]
     found = re.search(r"Used (\d+) registers", block)

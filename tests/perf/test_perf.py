@@ -18,7 +18,7 @@ def test_every_constant_has_a_unit_and_a_source():
         g = gpu(name)
         for key, c in {**g.constants, **g.tensor}.items():
             assert c.unit and c.source, f"{name} {key}"
-            assert c.value > 0, f"{name} {key}"
+            assert c.value > 0 or key == "shared_reserved_per_block", f"{name} {key}"
         for key in ("sms", "clock_ghz", "registers_per_sm", "max_warps_per_sm",
                     "shared_bytes_per_sm", "l2_bytes_per_s", "dram_bytes_per_s"):
             assert g[key] > 0

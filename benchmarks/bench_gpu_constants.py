@@ -1,0 +1,627 @@
+"""The GPU's speed-of-light constants: clocks, tensor and memory rates, latencies, in one table.
+
+    python benchmarks/bench_gpu_constants.py [--json OUT.json] [--runs 5] [--only NAME ...]
+
+Every kernel is in tcsim/hw/microbench.cu (compiled through NVRTC by `tcsim.hw.runtime`). Each
+block's thread 0 records its SM id and clock64 / globaltimer at the start and the end of the
+timed region (both behind __syncthreads). A per-SM rate is the work every block on that SM did,
+summed, over that SM's own cycles (its last end minus its first start), the median over SMs.
+A whole-GPU rate is bytes or FLOPs over the median CUDA-event time of ``--runs`` launches after
+warm-up launches. Loop counts are calibrated at run time so that each timed launch takes the
+duration given below. Measurements:
+
+- sm_clock_ghz: SMs x 4 blocks x 256 threads run 8 independent FFMA chains each for ~50 ms;
+  the longest SM's clock64 span over the event time (and, as a check, clock64 over
+  globaltimer per SM). sm_clock_ghz_tensor: the same ratio in the m16n8k16 f16->f32 run.
+- mma_<shape>_<in>_<acc>_per_sm_per_cycle and _tflops: register-only mma.sync loops, 8
+  independent accumulator chains per warp, 8 warps per block, SMs x 8 blocks, ~20 ms each.
+  TFLOP/s = 2 m n k x mma count / event time.
+- mma_latency_cycles_<shape>_f16_f32: one warp, one chain (each D is the next C), clock64 span
+  over the number of mma instructions.
+- smem_<variant>_instructions_per_sm_per_cycle and _wavefronts_per_sm_per_cycle: SMs x 4 blocks
+  x 256 threads (32 warps per SM) issue 8 independent shared accesses per iteration, XORing the
+  loaded values into a register; wavefronts per instruction come from `tcsim.memory.access`
+  for the lane addresses the kernel uses (ld.shared.b32 lane*4: 1; ld.shared.v4.b32 and
+  ldmatrix x4 lane*16: 4; ld.shared.b32 lane*32, an 8-way conflict: 8; st.shared.v4.b32: 4).
+- shared_latency_cycles: one thread chases 8192 dependent ld.shared.u32 (clock64 / loads).
+- l1_latency_cycles, l2_latency_cycles, dram_latency_cycles: one thread chases 64-bit pointers
+  (clock64 / loads). L1: 64 nodes 128 B apart (8 KiB) in random order, plain ld.global (and
+  ld.global.ca), one untimed lap first. L2: 32768 nodes 128 B apart (4 MiB) in random order,
+  ld.global.cg (L1 bypassed), one untimed lap, one timed lap. DRAM: 32768 nodes, each on its own
+  random 4 KiB page of a 2 GiB buffer (random 128 B line within it), one pass after writing
+  256 MiB elsewhere to flush L2, so most steps also miss the TLBs; dram_latency_cycles_64mb is
+  the same within 64 MiB (32 large pages), where the TLBs should hit.
+- l2_read_bytes_per_s: SMs x 8 blocks x 256 threads read a 16 MiB buffer (L2-resident after
+  warm-up launches) with 16-byte ld.global.cg, many passes per launch, ~5 ms.
+- dram_read_bytes_per_s: the same kernel reading a 2 GiB buffer once per launch;
+  dram_copy_bytes_per_s: 1 GiB copied with 16-byte loads and stores, read + written bytes.
+  The _bytes_per_cycle forms divide by the SM clock measured in the same launch.
+- l1_bytes_per_sm_per_cycle: SMs x 4 blocks x 256 threads each read the same 16 KiB with 16-byte
+  plain ld.global loads, many times (L1 hits); global_load_sectors_per_sm_per_cycle is the same
+  rate in 32-byte sectors; l1_bytes_per_sm_per_cycle_ld_ca uses ld.global.ca instead.
+
+Each measurement is one function; one that fails prints its error and the others still run
+(the JSON's "errors" maps the function's name to the message). Needs CuPy and a GPU; the whole
+run takes well under two minutes on an H100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+SOURCE = "microbench.cu"
+RECORD = 5  # u64 per block: smid, clock64 start, clock64 end, globaltimer start, end
+THREADS = 256
+MMA_CHAINS = 8  # MMA_CHAINS in microbench.cu
+SMEM_U = 8  # SMEM_U in microbench.cu
+CHASE_UNROLL = 8  # CHASE_UNROLL in microbench.cu
+L1_BUFFER_BYTES = 16 * 1024  # 4 rows x 256 threads x 16 bytes (L1_ROW_WORDS in microbench.cu)
+SECTOR_BYTES = 32
+MiB = 1 << 20
+GiB = 1 << 30
+
+Entry = dict[str, object]
+Constants = dict[str, Entry]
+
+
+@dataclass
+class Context:
+    """What every measurement needs: the SM count, the timing policy and a sink buffer."""
+
+    sms: int
+    runs: int = 5
+    warmup: int = 2
+    sink: object = None
+
+
+def entry(value: float, unit: str, method: str) -> Entry:
+    """One constant; a value that is not finite is recorded as None (JSON null)."""
+    value = float(value)
+    return {"value": value if np.isfinite(value) else None, "unit": unit, "method": method}
+
+
+# --- launching and timing ---------------------------------------------------------------------
+
+
+def kernel(name: str):
+    from tcsim.hw import runtime
+
+    return runtime.kernel_function(SOURCE, name)
+
+
+def records(blocks: int):
+    import cupy
+
+    return cupy.zeros((blocks, RECORD), cupy.uint64)
+
+
+def median_seconds(launch: Callable[[], None], runs: int, warmup: int) -> float:
+    """Median CUDA-event time of ``runs`` launches after ``warmup`` untimed ones."""
+    import cupy
+
+    for _ in range(warmup):
+        launch()
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    times = []
+    for _ in range(runs):
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    return statistics.median(times)
+
+
+def calibrate(make: Callable[[int], Callable[[], None]], count: int, target_s: float,
+              multiple: int = 8, limit: int = 2**30) -> int:
+    """A loop count that makes one launch of ``make(count)`` take about ``target_s``."""
+    make(count)()  # compiles and warms
+    while True:
+        seconds = median_seconds(make(count), runs=1, warmup=0)
+        if seconds >= target_s / 10 or count >= limit:
+            break
+        count = min(limit, count * 10)
+    scaled = int(count * target_s / max(seconds, 1e-7))
+    return int(min(limit, max(multiple, scaled // multiple * multiple)))
+
+
+@dataclass
+class PerSM:
+    """Block records grouped by SM: per-SM work over per-SM cycles."""
+
+    rate: float  # median over SMs of work / cycles
+    max_cycles: int  # the longest SM span
+    sms: int  # SMs that ran at least one block
+    clock_ghz: float  # median over SMs of cycles / globaltimer ns
+
+
+def per_sm(rec, work_per_block: float) -> PerSM:
+    r = np.asarray(rec.get() if hasattr(rec, "get") else rec).astype(np.int64)
+    sm, c0, c1, g0, g1 = r.T
+    rates, spans, clocks = [], [], []
+    for s in np.unique(sm):
+        on = sm == s
+        cycles = int(c1[on].max() - c0[on].min())
+        ns = int(g1[on].max() - g0[on].min())
+        rates.append(work_per_block * int(on.sum()) / max(cycles, 1))
+        spans.append(cycles)
+        clocks.append(cycles / ns if ns > 0 else float("nan"))
+    return PerSM(float(np.median(rates)), int(max(spans)), len(spans),
+                 float(np.median(clocks)))
+
+
+def coverage(ctx: Context, stats: PerSM) -> str:
+    return "" if stats.sms == ctx.sms else f" (blocks ran on only {stats.sms} of {ctx.sms} SMs)"
+
+
+def launcher(fn, grid: int, block: int, args: tuple) -> Callable[[], None]:
+    def launch() -> None:
+        fn((grid,), (block,), args)
+
+    return launch
+
+
+# --- a. SM clock ------------------------------------------------------------------------------
+
+
+def sm_clock(ctx: Context) -> Constants:
+    """SM clock under an FFMA load of ~50 ms."""
+    fn = kernel("clock_ffma")
+    blocks = ctx.sms * 4
+    rec = records(blocks)
+
+    def make(iters: int) -> Callable[[], None]:
+        return launcher(fn, blocks, THREADS, (rec, ctx.sink, np.int32(iters), np.float32(0.999),
+                                              np.float32(1e-3)))
+
+    iters = calibrate(make, 1024, 0.05, limit=2**31 - 8)
+    seconds = median_seconds(make(iters), ctx.runs, ctx.warmup)
+    stats = per_sm(rec, 1.0)
+    how = (f"clock_ffma, {blocks} blocks x {THREADS} threads, 8 FFMA chains, {iters} iterations"
+           f" ({seconds * 1e3:.1f} ms)" + coverage(ctx, stats))
+    return {
+        "sm_clock_ghz": entry(stats.max_cycles / seconds / 1e9, "GHz",
+                              f"longest SM's clock64 span / median event time; {how}"),
+        "sm_clock_ghz_globaltimer": entry(stats.clock_ghz, "GHz",
+                                          f"median over SMs of clock64 / globaltimer; {how}"),
+    }
+
+
+# --- b. tensor throughput ---------------------------------------------------------------------
+
+MMA_VARIANTS = (  # (kernel suffix, m, n, k)
+    ("m16n8k16_f16_f32", 16, 8, 16),
+    ("m16n8k16_f16_f16", 16, 8, 16),
+    ("m16n8k8_f16_f32", 16, 8, 8),
+    ("m16n8k8_f16_f16", 16, 8, 8),
+    ("m16n8k8_tf32_f32", 16, 8, 8),
+    ("m16n8k16_bf16_f32", 16, 8, 16),
+)
+
+
+def tensor_throughput(ctx: Context) -> Constants:
+    """mma.sync instructions per SM per cycle and TFLOP/s, ~20 ms per variant."""
+    blocks, warps = ctx.sms * 8, THREADS // 32
+    rec = records(blocks)
+    out: Constants = {}
+    clocks = {}
+    for name, m, n, k in MMA_VARIANTS:
+        fn = kernel(f"mma_tput_{name}")
+
+        def make(iters: int, fn=fn) -> Callable[[], None]:
+            return launcher(fn, blocks, THREADS, (rec, ctx.sink, np.int32(iters)))
+
+        iters = calibrate(make, 256, 0.02)
+        seconds = median_seconds(make(iters), ctx.runs, ctx.warmup)
+        per_block = warps * iters * MMA_CHAINS
+        stats = per_sm(rec, per_block)
+        mmas = blocks * per_block
+        clocks[name] = stats.max_cycles / seconds / 1e9
+        how = (f"mma_tput_{name}: {blocks} blocks x {warps} warps x {MMA_CHAINS} chains x {iters}"
+               f" iterations ({seconds * 1e3:.1f} ms)" + coverage(ctx, stats))
+        out[f"mma_{name}_per_sm_per_cycle"] = entry(
+            stats.rate, "mma/SM/cycle", f"median over SMs of mma count / clock64 span; {how}")
+        out[f"mma_{name}_tflops"] = entry(
+            mmas * 2 * m * n * k / seconds / 1e12, "TFLOP/s",
+            f"2*{m}*{n}*{k} FLOP x mma count / median event time; {how}")
+    lowest = min(clocks, key=clocks.get)
+    out["sm_clock_ghz_tensor"] = entry(
+        clocks["m16n8k16_f16_f32"], "GHz",
+        "longest SM's clock64 span / median event time in the mma_tput_m16n8k16_f16_f32 run; "
+        f"lowest over the variants: {clocks[lowest]:.3f} GHz ({lowest})")
+    return out
+
+
+# --- c. mma latency ---------------------------------------------------------------------------
+
+
+def mma_latency(ctx: Context) -> Constants:
+    """Dependent mma.sync chain on one warp: cycles per instruction."""
+    out: Constants = {}
+    iters = 2048  # x 8 unrolled = 16384 dependent mma
+    rec = records(1)
+    for name in ("m16n8k16_f16_f32", "m16n8k8_f16_f32"):
+        fn = kernel(f"mma_lat_{name}")
+        median_seconds(launcher(fn, 1, 32, (rec, ctx.sink, np.int32(iters))), ctx.runs,
+                       ctx.warmup)
+        count = iters * 8
+        cycles = per_sm(rec, 1.0).max_cycles
+        out[f"mma_latency_cycles_{name}"] = entry(
+            cycles / count, "cycles",
+            f"mma_lat_{name}: 1 warp, {count} mma, each D the next C; clock64 span / count "
+            "(includes what ptxas pads between dependent HMMAs)")
+    return out
+
+
+# --- d. shared-memory throughput --------------------------------------------------------------
+
+SMEM_VARIANTS = (  # (kernel, PTX instruction, a lane's byte offset)
+    ("smem_ld32", "ld.shared.b32", 4),
+    ("smem_ld128", "ld.shared.v4.b32", 16),
+    ("smem_ldsm_x4", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 16),
+    ("smem_ld32_conflict8", "ld.shared.b32", 32),
+    ("smem_st128", "st.shared.v4.b32", 16),
+)
+
+
+def wavefronts_per_instruction(instruction: str, lane_bytes: int) -> int:
+    from tcsim.memory import access
+
+    return int(access(instruction, [lane * lane_bytes for lane in range(32)]).wavefronts)
+
+
+def shared_throughput(ctx: Context) -> Constants:
+    """Shared-memory instructions and wavefronts per SM per cycle, ~10 ms per variant."""
+    blocks, warps = ctx.sms * 4, THREADS // 32
+    rec = records(blocks)
+    out: Constants = {}
+    best = (0.0, "")
+    for name, instruction, lane_bytes in SMEM_VARIANTS:
+        fn = kernel(name)
+
+        def make(iters: int, fn=fn) -> Callable[[], None]:
+            return launcher(fn, blocks, THREADS, (rec, ctx.sink, np.int32(iters)))
+
+        iters = calibrate(make, 256, 0.01)
+        median_seconds(make(iters), ctx.runs, ctx.warmup)
+        stats = per_sm(rec, warps * iters * SMEM_U)
+        wavefronts = wavefronts_per_instruction(instruction, lane_bytes)
+        short = name.removeprefix("smem_")
+        how = (f"{name}: {instruction}, lane l at {lane_bytes}*l ({wavefronts} wavefronts each, "
+               f"tcsim.memory.access), {blocks} blocks x {warps} warps x {iters} iterations x "
+               f"{SMEM_U}" + coverage(ctx, stats))
+        out[f"smem_{short}_instructions_per_sm_per_cycle"] = entry(
+            stats.rate, "instructions/SM/cycle",
+            f"median over SMs of warp instructions / clock64 span; {how}")
+        out[f"smem_{short}_wavefronts_per_sm_per_cycle"] = entry(
+            stats.rate * wavefronts, "wavefronts/SM/cycle",
+            f"instructions/SM/cycle x {wavefronts}; {how}")
+        if instruction.startswith(("ld", "ldmatrix")) and stats.rate * wavefronts > best[0]:
+            best = (stats.rate * wavefronts, name)
+    out["shared_wavefronts_per_sm_per_cycle"] = entry(
+        best[0], "wavefronts/SM/cycle",
+        f"the highest over the load variants ({best[1]}); one wavefront moves up to 128 bytes")
+    return out
+
+
+# --- e. shared-memory latency -----------------------------------------------------------------
+
+
+def shared_latency(ctx: Context) -> Constants:
+    """One thread's dependent ld.shared.u32 chain: cycles per load."""
+    fn = kernel("smem_chase")
+    rec = records(1)
+    iters = 1024
+    median_seconds(launcher(fn, 1, 32, (rec, ctx.sink, np.int32(iters))), ctx.runs, ctx.warmup)
+    count = iters * CHASE_UNROLL
+    cycles = per_sm(rec, 1.0).max_cycles
+    return {"shared_latency_cycles": entry(
+        cycles / count, "cycles",
+        f"smem_chase: 1 thread, {count} dependent ld.shared.u32 over 4 KiB; clock64 span / count")}
+
+
+# --- f. global-memory latency -----------------------------------------------------------------
+
+
+def lay_chase(buf, offsets: np.ndarray) -> int:
+    """Write a pointer cycle into ``buf`` (a cupy uint64 array) through the byte ``offsets``
+    in visiting order; returns the address of the first node."""
+    import cupy
+
+    base = np.uint64(buf.data.ptr)
+    offsets = offsets.astype(np.uint64)
+    following = np.roll(offsets, -1)
+    buf[cupy.asarray((offsets // np.uint64(8)).astype(np.int64))] = cupy.asarray(base + following)
+    return int(base + offsets[0])
+
+
+def chase_cycles(ctx: Context, name: str, start: int, warm: int, steps: int,
+                 before: Callable[[], None] | None = None, repeats: int = 3) -> tuple[float, float]:
+    """(cycles, ns) per load of one chase: the median of ``repeats`` launches, each after
+    ``before`` (if given) and a warm-up launch when there is no ``before``."""
+    import cupy
+
+    fn = kernel(name)
+    rec = records(1)
+    args = (rec, ctx.sink, np.uint64(start), np.int32(warm), np.int32(steps // CHASE_UNROLL))
+    if before is None:
+        fn((1,), (32,), args)
+    cycles, ns = [], []
+    for _ in range(repeats):
+        if before is not None:
+            before()
+        fn((1,), (32,), args)
+        cupy.cuda.Device().synchronize()
+        r = rec.get().astype(np.int64)[0]
+        cycles.append((r[2] - r[1]) / steps)
+        ns.append((r[4] - r[3]) / steps)
+    return float(np.median(cycles)), float(np.median(ns))
+
+
+def global_latency(ctx: Context) -> Constants:
+    """Pointer chases through L1, L2 and DRAM: cycles per dependent load."""
+    rng = np.random.default_rng(1)
+    return {**cache_latency(ctx, rng), **dram_latency(ctx, rng)}
+
+
+def cache_latency(ctx: Context, rng: np.random.Generator) -> Constants:
+    """L1 hits (plain ld.global and .ca) and L2 hits (.cg) of a one-thread chase."""
+    import cupy
+
+    out: Constants = {}
+    small = cupy.zeros(8 * 1024 // 8, cupy.uint64)
+    nodes = 64
+    start = lay_chase(small, rng.permutation(nodes) * 128)
+    for name, key, spelling in (("global_chase", "l1_latency_cycles", "ld.global.u64"),
+                                ("global_chase_ca", "l1_latency_cycles_ld_ca", "ld.global.ca.u64")):
+        cycles, _ = chase_cycles(ctx, name, start, warm=nodes, steps=8192)
+        out[key] = entry(cycles, "cycles",
+                         f"{name}: 1 thread, {spelling}, 64 nodes 128 B apart in 8 KiB, random "
+                         "order, 1 untimed lap then 8192 timed loads; clock64 / loads")
+
+    l2 = cupy.zeros(4 * MiB // 8, cupy.uint64)
+    nodes = 4 * MiB // 128
+    start = lay_chase(l2, rng.permutation(nodes) * 128)
+    cycles, ns = chase_cycles(ctx, "global_chase_cg", start, warm=nodes, steps=nodes)
+    out["l2_latency_cycles"] = entry(
+        cycles, "cycles",
+        f"global_chase_cg: 1 thread, ld.global.cg.u64 (L1 bypassed), {nodes} nodes 128 B apart in "
+        f"4 MiB, random order, 1 untimed lap then 1 timed lap; clock64 / loads ({ns:.0f} ns)")
+    return out
+
+
+def dram_latency(ctx: Context, rng: np.random.Generator) -> Constants:
+    """DRAM: one pass over nodes that are all cold (an L2 flush before each launch)."""
+    import cupy
+
+    out: Constants = {}
+    flush = cupy.zeros(256 * MiB // 4, cupy.uint32)
+    flush_l2 = partial(cupy.add, flush, 1, out=flush)  # reads and writes 256 MiB > 50 MB L2
+    nodes = 32768
+
+    big = cupy.zeros(2 * GiB // 8, cupy.uint64)
+    pages = rng.choice(2 * GiB // 4096, nodes, replace=False)
+    start = lay_chase(big, pages * 4096 + rng.integers(0, 32, nodes) * 128)
+    cycles, ns = chase_cycles(ctx, "global_chase_cg", start, warm=0, steps=nodes, before=flush_l2)
+    out["dram_latency_cycles"] = entry(
+        cycles, "cycles",
+        f"global_chase_cg: 1 thread, {nodes} nodes on distinct random 4 KiB pages of a 2 GiB "
+        "buffer (random 128 B line in each), one pass after a 256 MiB L2 flush, median of 3; "
+        "most steps also miss the TLBs; clock64 / loads")
+    out["dram_latency_ns"] = entry(ns, "ns", "the same chase, globaltimer / loads")
+    del big
+    cupy.get_default_memory_pool().free_all_blocks()
+
+    local = cupy.zeros(64 * MiB // 8, cupy.uint64)
+    lines = rng.choice(64 * MiB // 128, nodes, replace=False)
+    start = lay_chase(local, lines * 128)
+    cycles, ns = chase_cycles(ctx, "global_chase_cg", start, warm=0, steps=nodes,
+                              before=flush_l2)
+    out["dram_latency_cycles_64mb"] = entry(
+        cycles, "cycles",
+        f"global_chase_cg: 1 thread, {nodes} distinct random 128 B lines of a 64 MiB buffer, one "
+        f"pass after a 256 MiB L2 flush, median of 3; TLB reach should cover it ({ns:.0f} ns)")
+    return out
+
+
+# --- g. bandwidths ----------------------------------------------------------------------------
+
+
+def read_bandwidth(ctx: Context, buf, passes: int, rec) -> tuple[float, PerSM]:
+    """(median seconds, per-SM stats) of global_read_cg over all of ``buf``."""
+    fn = kernel("global_read_cg")
+    nvec = buf.nbytes // 16
+    launch = launcher(fn, ctx.sms * 8, THREADS,
+                      (rec, ctx.sink, buf, np.uint64(nvec), np.int32(passes)))
+    seconds = median_seconds(launch, ctx.runs, ctx.warmup)
+    return seconds, per_sm(rec, 0.0)
+
+
+def bandwidth_entries(ctx: Context, key: str, total: float, seconds: float, stats: PerSM,
+                      how: str) -> Constants:
+    how = how + f" ({seconds * 1e3:.2f} ms)" + coverage(ctx, stats)
+    return {
+        f"{key}_bytes_per_s": entry(total / seconds, "B/s", f"bytes / median event time; {how}"),
+        f"{key}_bytes_per_cycle": entry(
+            total / stats.max_cycles, "B/cycle",
+            f"whole GPU: bytes / the longest SM's clock64 span in that launch; {how}"),
+    }
+
+
+def l2_bandwidth(ctx: Context) -> Constants:
+    """16 MiB read repeatedly from L2 by every SM, ~5 ms per launch."""
+    import cupy
+
+    buf = cupy.zeros(16 * MiB // 4, cupy.uint32)
+    rec = records(ctx.sms * 8)
+    fn = kernel("global_read_cg")
+
+    def make(passes: int) -> Callable[[], None]:
+        return launcher(fn, ctx.sms * 8, THREADS,
+                        (rec, ctx.sink, buf, np.uint64(buf.nbytes // 16), np.int32(passes)))
+
+    passes = calibrate(make, 16, 0.005, multiple=1, limit=2**31 - 1)
+    seconds, stats = read_bandwidth(ctx, buf, passes, rec)
+    total = passes * buf.nbytes
+    out = bandwidth_entries(
+        ctx, "l2_read", total, seconds, stats,
+        f"global_read_cg: {ctx.sms * 8} blocks x {THREADS} threads, 16-byte ld.global.cg, "
+        f"16 MiB x {passes} passes per launch")
+    out["l2_read_bytes_per_sm_per_cycle"] = entry(
+        out["l2_read_bytes_per_cycle"]["value"] / ctx.sms, "B/SM/cycle",
+        "l2_read_bytes_per_cycle / SM count")
+    return out
+
+
+def dram_bandwidth(ctx: Context) -> Constants:
+    """A 2 GiB buffer read once per launch; 1 GiB copied once per launch."""
+    import cupy
+
+    out: Constants = {}
+    big = cupy.zeros(2 * GiB // 4, cupy.uint32)
+    rec = records(ctx.sms * 8)
+    seconds, stats = read_bandwidth(ctx, big, 1, rec)
+    out.update(bandwidth_entries(
+        ctx, "dram_read", big.nbytes, seconds, stats,
+        f"global_read_cg: {ctx.sms * 8} blocks x {THREADS} threads, 16-byte ld.global.cg, "
+        "2 GiB read once per launch"))
+    src, dst = big[: GiB // 4], big[GiB // 4:]
+    fn = kernel("global_copy")
+    launch = launcher(fn, ctx.sms * 8, THREADS, (rec, src, dst, np.uint64(src.nbytes // 16)))
+    seconds = median_seconds(launch, ctx.runs, ctx.warmup)
+    stats = per_sm(rec, 0.0)
+    out.update(bandwidth_entries(
+        ctx, "dram_copy", 2 * src.nbytes, seconds, stats,
+        f"global_copy: {ctx.sms * 8} blocks x {THREADS} threads, 16-byte ld.global.cg + "
+        "st.global, 1 GiB copied per launch, read + written bytes counted"))
+    del big, src, dst
+    cupy.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+def l1_bandwidth(ctx: Context) -> Constants:
+    """Every block rereads the same 16 KiB: L1-hit bytes and sectors per SM per cycle."""
+    import cupy
+
+    buf = cupy.zeros(L1_BUFFER_BYTES // 4, cupy.uint32)
+    blocks = ctx.sms * 4
+    rec = records(blocks)
+    out: Constants = {}
+    for name, key, spelling in (("l1_read", "l1_bytes_per_sm_per_cycle", "ld.global.v4.u32"),
+                                ("l1_read_ca", "l1_bytes_per_sm_per_cycle_ld_ca",
+                                 "ld.global.ca.v4.u32")):
+        fn = kernel(name)
+
+        def make(iters: int, fn=fn) -> Callable[[], None]:
+            return launcher(fn, blocks, THREADS, (rec, ctx.sink, buf, np.int32(iters)))
+
+        iters = calibrate(make, 256, 0.01)
+        median_seconds(make(iters), ctx.runs, ctx.warmup)
+        stats = per_sm(rec, iters * L1_BUFFER_BYTES)
+        out[key] = entry(
+            stats.rate, "B/SM/cycle",
+            f"{name}: {blocks} blocks x {THREADS} threads, 16-byte {spelling}, each block reads "
+            f"the same 16 KiB {iters} times; median over SMs of bytes / clock64 span"
+            + coverage(ctx, stats))
+    out["global_load_sectors_per_sm_per_cycle"] = entry(
+        out["l1_bytes_per_sm_per_cycle"]["value"] / SECTOR_BYTES, "sectors/SM/cycle",
+        "l1_bytes_per_sm_per_cycle / 32 bytes per sector (L1 hits, 16-byte loads)")
+    return out
+
+
+MEASUREMENTS: tuple[Callable[[Context], Constants], ...] = (
+    sm_clock, tensor_throughput, mma_latency, shared_throughput, shared_latency,
+    global_latency, l2_bandwidth, dram_bandwidth, l1_bandwidth,
+)
+
+
+# --- driver -----------------------------------------------------------------------------------
+
+
+def gpu_identity() -> tuple[str, str]:
+    """(name, driver version) from nvidia-smi, or from the CUDA runtime if that fails."""
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=30).stdout.strip().splitlines()[0]
+        name, driver = (s.strip() for s in smi.split(",", 1))
+        return name, driver
+    except Exception:
+        import cupy
+
+        name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        return name, str(cupy.cuda.runtime.driverGetVersion())
+
+
+def run(names: list[str] | None, runs: int, warmup: int) -> dict:
+    import cupy
+
+    sms = int(cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"])
+    ctx = Context(sms=sms, runs=runs, warmup=warmup, sink=cupy.zeros(4, cupy.uint32))
+    name, driver = gpu_identity()
+    constants: Constants = {"sm_count": entry(sms, "SMs", "multiProcessorCount")}
+    errors: dict[str, str] = {}
+    for measure in MEASUREMENTS:
+        if names and measure.__name__ not in names:
+            continue
+        began = time.perf_counter()
+        try:
+            constants.update(measure(ctx))
+            print(f"[{measure.__name__}: {time.perf_counter() - began:.1f} s]", file=sys.stderr)
+        except Exception as exc:
+            errors[measure.__name__] = f"{type(exc).__name__}: {exc}"
+            print(f"[{measure.__name__} FAILED]", file=sys.stderr)
+            traceback.print_exc()
+    return {"gpu": name, "driver": driver,
+            "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "constants": constants,
+            "errors": errors}
+
+
+def print_table(result: dict) -> None:
+    print(f"GPU: {result['gpu']}; driver {result['driver']}; {result['date']}")
+    print(f"{'name':52s} {'value':>12s}  {'unit':22s} method")
+    for key, e in result["constants"].items():
+        value = e["value"]
+        shown = "-" if value is None else f"{value:.4g}" if abs(value) < 1e6 else f"{value:.4e}"
+        print(f"{key:52s} {shown:>12s}  {e['unit']:22s} {e['method'][:110]}")
+    for key, message in result["errors"].items():
+        print(f"{key:52s} {'ERROR':>12s}  {message}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--runs", type=int, default=5, help="timed launches per measurement")
+    p.add_argument("--warmup", type=int, default=2, help="untimed launches before them")
+    p.add_argument("--only", nargs="*", default=None,
+                   choices=[m.__name__ for m in MEASUREMENTS], help="run only these")
+    args = p.parse_args()
+    from tcsim.hw import runtime
+
+    reason = runtime.unavailable_reason()
+    if reason is not None:
+        sys.exit(f"bench_gpu_constants.py needs an NVIDIA GPU with CuPy: {reason}")
+    began = time.perf_counter()
+    result = run(args.only, args.runs, args.warmup)
+    print_table(result)
+    print(f"[total {time.perf_counter() - began:.1f} s]", file=sys.stderr)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
