@@ -64,6 +64,7 @@ def _inputs(kernel, M, N, K, rng):
 
 def measure(path: str, runs: int) -> None:
     import cupy
+    from bench_gpu import median_seconds  # this folder's: timing as the speed table does
 
     from tcsim.hw import runtime
     from tcsim.hw.gemm import launch
@@ -87,7 +88,7 @@ def measure(path: str, runs: int) -> None:
                 fn(grid, block, (A, B, C, D, np.float32(1), np.float32(0), np.int32(M),
                                  np.int32(N), np.int32(K)), shared_mem=p.shared_bytes)
 
-            seconds = _median_seconds(go, runs)
+            seconds = median_seconds(go, runs)
             rows.append({"kernel": name, "accumulate": acc, "shape": [M, N, K],
                          "seconds": seconds})
             print(f"{name} {acc or ''} {M}x{N}x{K}: {seconds * 1e3:.3f} ms, "
@@ -107,22 +108,6 @@ def measure(path: str, runs: int) -> None:
     with open(path, "w") as f:
         json.dump({"gpu": smi.strip(), "date": time.strftime("%Y-%m-%d"), "runs": runs,
                    "rows": rows}, f, indent=1)
-
-
-def _median_seconds(fn, runs: int, warmup: int = 3) -> float:
-    import cupy
-
-    for i in range(warmup):
-        fn(i)
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for i in range(runs):
-        start.record()
-        fn(i)
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-    return statistics.median(times)
 
 
 def ncu_limiter(ncu: dict) -> str:
