@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .gpus import Gpu
 from .gpus import gpu as gpu_named
 from .occupancy import Occupancy, occupancy, twin_registers
@@ -92,7 +94,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
 
     g = gpu_named(gpu)
     kernel = kernel_named(trace.kernel)
-    p = kernel.params(**{k: v for k, v in trace.params.items() if k in _OVERRIDABLE})
+    p = kernel.params(**trace.params)
     M, N, K = trace.problem
     occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), p.shared_bytes)
     B, sms, hz = occ.blocks_per_sm, int(g["sms"]), g.cycles_per_second
@@ -149,10 +151,6 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                        seconds, limiter, reason, _advice(limiter, occ, prefetch), details)
 
 
-_OVERRIDABLE = ("block_m", "block_n", "block_k", "warp_m", "warp_n", "warp_k", "mma_k",
-                "stages", "accumulate", "inputs", "output")
-
-
 def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
     if registers is not None:
         return int(registers), "the caller"
@@ -174,13 +172,12 @@ def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[flo
     blocks = grid_m * grid_n
     if (M * K * a_bytes + K * N * b_bytes) <= g["l2_bytes"] / 2:
         reads = M * K * a_bytes + K * N * b_bytes
-    else:
-        reads = 0
-        for start in range(0, blocks, concurrent):
-            ids = range(start, min(start + concurrent, blocks))
-            rows = len({i // grid_n for i in ids})
-            cols = len({i % grid_n for i in ids})
-            reads += rows * p.block_m * K * a_bytes + cols * p.block_n * K * b_bytes
+    else:  # per wave, the distinct (wave, row) and (wave, column) panels
+        ids = np.arange(blocks)
+        wave = ids // concurrent
+        rows = np.unique(wave * grid_m + ids // grid_n).size
+        cols = np.unique(wave * grid_n + ids % grid_n).size
+        reads = rows * p.block_m * K * a_bytes + cols * p.block_n * K * b_bytes
     loaded = blocks * (p.block_m * K * a_bytes + p.block_n * K * b_bytes)
     return reads + out, reads / loaded
 
