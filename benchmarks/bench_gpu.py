@@ -25,6 +25,7 @@ import numpy as np
 
 import tcsim
 from tcsim.hw import runtime
+from tcsim.hw.gemm import device_launch, launcher
 
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 2048),
           (2048, 8192, 4096)]
@@ -93,12 +94,11 @@ def main() -> None:
         rows.append({"kernel": "cuBLAS", "accumulate": "f32", "shape": [M, N, K],
                      "tflops": flops / cublas / 1e12, "check": "-"})
         for name in args.kernels:
-            kernel = tcsim.kernels.KERNELS[name]
+            kernel = tcsim.kernels.kernel_named(name)
             for acc in args.accumulate:
                 p_ = kernel.params(accumulate=acc)
-                fn = runtime.kernel_function(kernel.source, kernel.entry, kernel.defines(p_),
-                                             p_.shared_bytes)
-                go = partial(_kernel, fn, p_, sets, D, (M, N, K))
+                go = partial(_kernel, [launcher(device_launch(kernel, p_, *s, D))
+                                       for s in sets])
                 seconds = median_seconds(go, args.runs)
                 go(0)
                 check = _check_block(kernel, p_, [cupy.asnumpy(x) for x in sets[0]],
@@ -131,12 +131,9 @@ def _cublas(sets, D, i: int) -> None:
     cupy.matmul(A, B, out=D)
 
 
-def _kernel(fn, p, sets, D, shape, i: int) -> None:
+def _kernel(launchers, i: int) -> None:
     """Launch a twin on input set i (mod ROTATE): D = A @ B (alpha 1, beta 0)."""
-    M, N, K = shape
-    A, B, C = sets[i % ROTATE]
-    fn(p.grid(M, N), (p.threads,), (A, B, C, D, np.float32(1.0), np.float32(0.0), np.int32(M),
-                                    np.int32(N), np.int32(K)), shared_mem=p.shared_bytes)
+    launchers[i % ROTATE]()
 
 
 def _check_block(kernel, p, operands, D, rng) -> str:

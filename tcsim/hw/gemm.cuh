@@ -9,10 +9,8 @@
 // MMA_K (8 or 16), STAGES (shared buffers), A_SWZ_BITS/BASE/SHIFT and B_SWZ_... (CuTe
 // Swizzle<bits, base, shift> on element offsets).
 #pragma once
+#include "gemm_common.cuh"
 
-typedef unsigned int uint32_t;
-typedef unsigned short uint16_t;
-typedef unsigned long long uint64_t;
 
 // Tile sizes, MMA_K and STAGES come from the twin (tcsim/hw/twins.py writes every default).
 #if !defined(MMA_K) || !defined(STAGES)
@@ -74,11 +72,6 @@ __device__ __forceinline__ uint32_t b_read_offset(uint32_t row, uint32_t col) {
   return PLANT_READ_UNSWIZZLED ? row * BN + col : b_offset(row, col);
 }
 
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  uint32_t a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
 
 // ---- instructions ---------------------------------------------------------------------------
 
@@ -88,14 +81,6 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
 __device__ __forceinline__ void ld_global_v4(uint32_t (&r)[4], const uint16_t* p) {
   asm volatile(TILE_LOAD " {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(p) : "memory");
-}
-__device__ __forceinline__ uint32_t ld_global_b32(const uint16_t* p) {
-  uint32_t r;
-  asm volatile("ld.global.b32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
-  return r;
-}
-__device__ __forceinline__ void st_global_b32(uint16_t* p, uint32_t v) {
-  asm volatile("st.global.b32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
 }
 __device__ __forceinline__ void st_shared_v4(uint32_t addr, const uint32_t (&r)[4]) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};"
@@ -132,27 +117,6 @@ __device__ __forceinline__ void mma_m16n8k8(uint32_t (&acc)[ACC_REGS], const uin
 #endif
 }
 
-// f32 arithmetic with the rounding spelled out: no contraction, no fast-math.
-__device__ __forceinline__ float f16_to_f32(uint32_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((uint16_t)h));
-  return f;
-}
-__device__ __forceinline__ uint32_t f32_to_f16(float f) {
-  uint16_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-__device__ __forceinline__ float mul_rn(float a, float b) {
-  float r;
-  asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-__device__ __forceinline__ float add_rn(float a, float b) {
-  float r;
-  asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
 
 // ---- blocks (tcsim/kernels/blocks.py) ---------------------------------------------------------
 
@@ -309,20 +273,13 @@ __device__ __forceinline__ void epilogue(const uint32_t (&acc)[TILES_M][TILES_N]
         const float x0 = f16_to_f32(acc[m][n][pair] & 0xffffu);
         const float x1 = f16_to_f32(acc[m][n][pair] >> 16);
 #endif
-        const uint32_t d0 = f32_to_f16(add_rn(mul_rn(alpha, x0), mul_rn(beta, f16_to_f32(c & 0xffffu))));
-        const uint32_t d1 = f32_to_f16(add_rn(mul_rn(alpha, x1), mul_rn(beta, f16_to_f32(c >> 16))));
-        st_global_b32(D + at, d0 | d1 << 16);
+        st_global_b32(D + at, epilogue_pair(x0, x1, c, alpha, beta));
       }
     }
   }
 }
 
 // ---- the two schedules -------------------------------------------------------------------------
-
-#define GEMM_PARAMS                                                                          \
-  const uint16_t *__restrict__ A, const uint16_t *__restrict__ B,                            \
-      const uint16_t *__restrict__ C, uint16_t *__restrict__ D, float alpha, float beta, int M, \
-      int N, int K
 
 extern __shared__ __align__(128) unsigned char gemm_shared[];
 

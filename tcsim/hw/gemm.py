@@ -29,7 +29,8 @@ def launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
     D = np.zeros((M, N), p.output_dtype)
     return Launch(kernel.source, kernel.entry, *kernel.launch_shape(p, M, N),
                   [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
-                  kernel.defines(p), p.shared_bytes)
+                  kernel.defines(p), p.shared_bytes, kernel.arch,
+                  tuple(kernel.tensor_maps(p, M, N, K)))
 
 
 def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha: float = 1.0,
@@ -40,9 +41,34 @@ def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha
     import cupy
 
     spec = launch(kernel, A, B, C, alpha, beta, **params)
-    fn = runtime.kernel_function(spec.source, spec.kernel, spec.defines, spec.shared_bytes)
-    A, B, C, D = (cupy.asarray(x) for x in spec.args[:4])
-    alpha, beta, M, N, K = spec.args[4:]
-    fn(spec.grid, spec.block, (A, B, C, D, np.float32(alpha), np.float32(beta), np.int32(M),
-                               np.int32(N), np.int32(K)), shared_mem=spec.shared_bytes)
-    return cupy.asnumpy(D)
+    args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in spec.args]
+    launcher(spec, args)()
+    return cupy.asnumpy(args[3])
+
+
+def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0) -> Launch:
+    """The `Launch` of ``kernel``'s twin with parameters ``p`` on CuPy arrays already on the
+    GPU (for benchmarks: nothing is copied or checked against the simulator)."""
+    (M, K), N = A.shape, B.shape[1]
+    return Launch(kernel.source, kernel.entry, *kernel.launch_shape(p, M, N),
+                  [A, B, C, D, float(alpha), float(beta), M, N, K], kernel.name,
+                  kernel.defines(p), p.shared_bytes, kernel.arch,
+                  tuple(kernel.tensor_maps(p, M, N, K)))
+
+
+def launcher(spec: Launch, args: list | None = None):
+    """A function that launches ``spec`` on ``args`` (its arguments, arrays on the GPU; default
+    ``spec.args``) without waiting; compiled, and tensor maps encoded over the device arrays,
+    once, here."""
+    args = spec.args if args is None else args
+    fn = runtime.kernel_function(spec.source, spec.kernel, spec.defines, spec.shared_bytes,
+                                 spec.arch)
+    if spec.tensor_maps:
+        from . import tma
+
+        operands = dict(zip("ABCD", args[:4]))
+        maps = [tma.encode(t, operands[name].data.ptr) for name, t in spec.tensor_maps]
+        return lambda: tma.launch(fn, spec.grid, spec.block, [*args, *maps], spec.shared_bytes)
+    values = tuple(np.float32(a) if isinstance(a, float) else np.int32(a)
+                   if isinstance(a, int) else a for a in args)
+    return lambda: fn(tuple(spec.grid), tuple(spec.block), values, shared_mem=spec.shared_bytes)

@@ -50,6 +50,8 @@ class Launch:
     label: str = ""
     defines: dict = field(default_factory=dict)  # -D values for the source
     shared_bytes: int = 0  # dynamic shared memory
+    arch: str = ""  # a target beyond the device's own ("sm_90a")
+    tensor_maps: tuple = ()  # (operand letter, tcsim.memory.TensorMap) after the arguments
 
 
 def find_ncu() -> str:
@@ -100,16 +102,13 @@ def _parse(text: str, count: int, metrics) -> list[dict[str, float]]:
 def _child(path: str) -> None:
     import cupy
 
-    from .runtime import kernel_function
+    from .gemm import launcher
 
     with open(path, "rb") as f:
         launches = pickle.load(f)
     for launch in launches:
-        fn = kernel_function(launch.source, launch.kernel, launch.defines, launch.shared_bytes)
-        args = [cupy.asarray(a) if isinstance(a, np.ndarray) else
-                np.float32(a) if isinstance(a, float) else np.int32(a) for a in launch.args]
-        fn(tuple(launch.grid), tuple(launch.block), tuple(args),
-           shared_mem=launch.shared_bytes)
+        launcher(launch, [cupy.asarray(a) if isinstance(a, np.ndarray) else a
+                          for a in launch.args])()
         cupy.cuda.runtime.deviceSynchronize()
 
 

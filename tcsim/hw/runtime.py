@@ -61,6 +61,15 @@ def compute_capability() -> str:
     return str(cupy.cuda.Device().compute_capability)
 
 
+def require_arch(arch: str) -> None:
+    """Raise `HardwareUnavailable` unless this GPU runs code compiled for ``arch`` ("sm_90a":
+    the H100 and H200 only, as an arch-specific target runs on its own compute capability)."""
+    require()
+    have = compute_capability()
+    if arch.removeprefix("sm_").rstrip("a") != have:
+        raise HardwareUnavailable(f"this kernel needs an {arch} GPU; this one is sm_{have}")
+
+
 def module(filename: str, defines: dict[str, int] | None = None, arch: str | None = None):
     """The CUDA source ``tcsim/hw/<filename>`` compiled for the present GPU, with ``-D`` defines;
     ``arch`` overrides the target (``"sm_90a"`` for wgmma)."""
@@ -80,9 +89,13 @@ def _module(filename: str, defines: tuple[tuple[str, int], ...], target: str | N
 
 
 def kernel_function(filename: str, name: str, defines: dict[str, int] | None = None,
-                    shared_bytes: int = 0):
-    """A compiled kernel, allowed ``shared_bytes`` of dynamic shared memory."""
-    fn = module(filename, defines).get_function(name)
+                    shared_bytes: int = 0, arch: str = ""):
+    """A compiled kernel, allowed ``shared_bytes`` of dynamic shared memory; ``arch`` "sm_90a"
+    compiles the Hopper-only code (and defines TCSIM_SM90A, which guards it)."""
+    if arch:
+        require_arch(arch)
+        defines = {**(defines or {}), "TCSIM_SM90A": 1} if arch == "sm_90a" else defines
+    fn = module(filename, defines, arch or None).get_function(name)
     if shared_bytes > 48 * 1024:  # above the default limit a kernel must opt in
         fn.max_dynamic_shared_size_bytes = shared_bytes
     return fn

@@ -19,7 +19,10 @@ SCHEDULES = {
     "kernel4": ("gemm_overlapped<4, 4, true>", "ldmatrix.x4 and hoisted swizzled offsets"),
     "kernel5": ("gemm_overlapped<4, 4, true>", "kernel4 with tiles tuned for the H100"),
     "kernel6": ("gemm_pipelined", "m16n8k16, cp.async pipeline, register double buffering"),
+    "kernel7": ("gemm_warp_specialized", "warp-specialized TMA + mbarrier pipeline, wgmma"),
 }
+# Twins of kernels with tensor maps include hopper.cuh and exist only for sm_90a.
+HOPPER = {"kernel7"}
 
 
 def twin_source(name: str) -> str:
@@ -33,11 +36,24 @@ def twin_source(name: str) -> str:
              "// tcsim.hw.run overrides them with -D.",
              *(f"#ifndef {key}\n#define {key} {value}\n#endif"
                for key, value in kernel.defines(kernel.defaults).items()),
-             '#include "gemm.cuh"', "",
-             f'extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) {name}'
-             f"(GEMM_PARAMS) {{",
-             f"  {schedule}(A, B, C, D, alpha, beta, M, N, K);", "}", ""]
+             *_body(name, schedule), ""]
     return "\n".join(lines)
+
+
+def _body(name: str, schedule: str) -> list[str]:
+    if name not in HOPPER:
+        return ['#include "gemm.cuh"', "",
+                f'extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) {name}'
+                f"(GEMM_PARAMS) {{",
+                f"  {schedule}(A, B, C, D, alpha, beta, M, N, K);", "}"]
+    return ['#include "hopper.cuh"', "",
+            f'extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) {name}'
+            f"(HOPPER_GEMM_PARAMS) {{",
+            "#ifdef TCSIM_HOPPER",
+            f"  {schedule}(A, B, C, D, alpha, beta, M, N, K, &tensor_a, &tensor_b);",
+            "#else",
+            '  asm volatile("trap;");  // TMA and wgmma need sm_90a',
+            "#endif", "}"]
 
 
 def write(directory: str | Path | None = None) -> list[Path]:

@@ -14,6 +14,7 @@ from .kernel3 import kernel3
 from .kernel4 import kernel4
 from .kernel5 import kernel5
 from .kernel6 import kernel6
+from .kernel7 import kernel7
 from .params import GemmParams, ProblemSizeError
 from .tf32_puzzle import tf32_puzzle
 from .wmma_basic import wmma_basic, wmma_basic_fixed
@@ -22,6 +23,8 @@ from .wmma_shared import wmma_shared
 KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5, kernel6)}
 # The seeds' own kernels (docs/seeds.md): seed 003's WMMA kernels and seed 004's tf32 kernel.
 SEED_KERNELS = {k.name: k for k in (wmma_basic, wmma_basic_fixed, wmma_shared, tf32_puzzle)}
+# Hopper's own path (sm_90a): warp-specialized TMA + wgmma kernels.
+HOPPER_KERNELS = {k.name: k for k in (kernel7,)}
 
 
 def kernel_named(name: str | Kernel) -> Kernel:
@@ -34,7 +37,8 @@ def kernel_named(name: str | Kernel) -> Kernel:
     if not isinstance(name, str):
         raise TypeError(f"kernel must be a Kernel such as tcsim.kernel1 or a name such as "
                         f"'kernel1', got {name!r}")
-    kernel = KERNELS.get(name) or SEED_KERNELS.get(name) or PLANTED.get(name)
+    kernel = (KERNELS.get(name) or HOPPER_KERNELS.get(name) or SEED_KERNELS.get(name)
+              or PLANTED.get(name))
     if kernel is None:
         raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)}, the seeds' "
                          f"{', '.join(SEED_KERNELS)} and the planted bugs {', '.join(PLANTED)}")

@@ -43,6 +43,11 @@ class Kernel:
     # blocks of `threads` threads.
     launch_shape: Callable[[GemmParams, int, int], tuple[tuple[int, ...], tuple[int, ...]]] = \
         lambda p, M, N: (p.grid(M, N), (p.threads,))
+    # The GPU architecture the twin needs beyond the device's own ("sm_90a": wgmma and TMA).
+    arch: str = ""
+    # The tensor maps the twin takes after the ladder's parameters, for (params, M, N, K):
+    # (operand, TensorMap) pairs, encoded by the host (tcsim.hw.tma) in this order.
+    tensor_maps: Callable[[GemmParams, int, int, int], tuple] = lambda p, M, N, K: ()
 
     @property
     def entry(self) -> str:
@@ -78,6 +83,8 @@ class Kernel:
                "WN": p.warp_n, "WK": p.warp_k, "ACC_F32": int(p.accumulate == "f32"),
                "MMA_K": p.mma_k, "STAGES": p.stages,
                "MIN_BLOCKS": dict(self.blocks_per_sm)[p.accumulate]}
+        if p.producers:
+            out["CONSUMERS"] = p.consumers
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         out.update(self.options)
         for tile in self.tiles(p):  # none for a kernel without shared tiles

@@ -55,6 +55,10 @@ class GemmParams:
     stages: int = 1
     inputs: str = "f16"  # A's and B's element type in memory: "f16" or "f32" (tf32 mma)
     output: str = "f16"  # C's and D's element type in memory
+    # Warp-specialized kernels (kernel7): warpgroups that only copy (TMA). With one, each
+    # warp_m x warp_n tile belongs to a consumer warpgroup (128 threads issuing wgmma), and
+    # the block is the producer warpgroup plus one consumer per tile.
+    producers: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -64,7 +68,7 @@ class GemmParams:
                     raise ValueError(f"{f.name} must be 'f16' or 'f32', got {value!r}")
             else:  # numpy integers are welcome, and stored as ints
                 object.__setattr__(self, f.name, integer(
-                    value, f.name, minimum=0 if f.name == "stages" else 1,
+                    value, f.name, minimum=0 if f.name in ("stages", "producers") else 1,
                     type_error=ValueError))
         self._require(self.inputs == "f16" or (self.accumulate == "f32" and self.mma_k == 8),
                       "f32 inputs run as tf32 m16n8k8 with f32 accumulators: they need "
@@ -80,8 +84,13 @@ class GemmParams:
             self._require(o % i == 0, f"{outer}={o} must be a multiple of {inner}={i}")
         self._require(self.threads <= 1024,
                       f"{self.warps} warps ({self.threads} threads) exceed 1024 threads a block")
+        self._require(self.producers in (0, 1), f"producers must be 0 or 1, got {self.producers}")
+        self._require(not self.producers or (self.warp_m == 64 and self.mma_k == 16),
+                      "a consumer warpgroup issues wgmma m64nNk16: warp_m must be 64 and mma_k "
+                      f"16, got {self.warp_m} and {self.mma_k}")
+        copied_by_threads = self.stages and not self.producers  # TMA copies whole tiles
         for name, rows, cols in (("A", self.block_m, self.block_k),
-                                 ("B", self.block_k, self.block_n))[:2 if self.stages else 0]:
+                                 ("B", self.block_k, self.block_n))[:2 if copied_by_threads else 0]:
             vectors = rows * cols // self.vector
             self._require(cols % self.vector == 0 and vectors % self.threads == 0,
                           f"the {name} tile ({rows}x{cols}) must split into 16-byte vectors, an "
@@ -105,7 +114,14 @@ class GemmParams:
         return self.block_n // self.warp_n
 
     @property
+    def consumers(self) -> int:
+        """Consumer warpgroups of a warp-specialized kernel (0 for the ladder's lockstep)."""
+        return self.warps_m * self.warps_n if self.producers else 0
+
+    @property
     def warps(self) -> int:
+        if self.producers:
+            return 4 * (self.producers + self.consumers)
         return self.warps_m * self.warps_n
 
     @property
@@ -154,8 +170,14 @@ class GemmParams:
         return self.a_tile_bytes + self.b_tile_bytes
 
     @property
+    def barrier_bytes(self) -> int:
+        """A warp-specialized kernel's mbarriers: a full and an empty one (8 bytes each) per
+        stage, after the stages."""
+        return 16 * self.stages if self.producers else 0
+
+    @property
     def shared_bytes(self) -> int:
-        return self.stages * self.stage_bytes
+        return self.stages * self.stage_bytes + self.barrier_bytes
 
     @property
     def qualifier(self) -> str:
@@ -188,7 +210,7 @@ class GemmParams:
             raise ProblemSizeError(
                 f"{kernel}: M={M} needs {M // self.block_m} blocks along M; CUDA launches at "
                 f"most {MAX_GRID_Y} (gridDim.y): use a larger block_m or a smaller M")
-        if K // self.block_k < self.stages - 1:
+        if K // self.block_k < self.stages - 1 and not self.producers:  # cp.async prologue
             raise ProblemSizeError(
                 f"{kernel}: K={K} gives {K // self.block_k} K tiles; a {self.stages}-stage "
                 f"pipeline needs K >= {(self.stages - 1) * self.block_k}")

@@ -1,0 +1,61 @@
+// What every GEMM twin shares (gemm.cuh for the mma.sync ladder, kernel7.cu for wgmma): the
+// integer types (NVRTC cannot open <cstdint>), shared-memory addresses, the epilogue's global
+// accesses and its arithmetic, each step an explicit round-to-nearest PTX instruction so that
+// the compiler can neither contract a multiply and an add into an FMA nor change the counts.
+#pragma once
+
+typedef unsigned int uint32_t;
+typedef unsigned short uint16_t;
+typedef unsigned long long uint64_t;
+
+// Every GEMM twin's parameters: D = alpha * A @ B + beta * C, all row-major.
+#define GEMM_PARAMS                                                                          \
+  const uint16_t *__restrict__ A, const uint16_t *__restrict__ B,                            \
+      const uint16_t *__restrict__ C, uint16_t *__restrict__ D, float alpha, float beta, int M, \
+      int N, int K
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  uint32_t a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+__device__ __forceinline__ uint32_t ld_global_b32(const uint16_t* p) {
+  uint32_t r;
+  asm volatile("ld.global.b32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+  return r;
+}
+__device__ __forceinline__ void st_global_b32(uint16_t* p, uint32_t v) {
+  asm volatile("st.global.b32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+
+// f32 arithmetic with the rounding spelled out: no contraction, no fast-math.
+__device__ __forceinline__ float f16_to_f32(uint32_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((uint16_t)h));
+  return f;
+}
+__device__ __forceinline__ uint32_t f32_to_f16(float f) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float mul_rn(float a, float b) {
+  float r;
+  asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float add_rn(float a, float b) {
+  float r;
+  asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+// One f16 pair of D: f16(add.rn(mul.rn(alpha, x), mul.rn(beta, C))) for the two elements of a
+// 32-bit word of C (tcsim.kernels.blocks.epilogue).
+__device__ __forceinline__ uint32_t epilogue_pair(float x0, float x1, uint32_t c, float alpha,
+                                                  float beta) {
+  const uint32_t d0 = f32_to_f16(add_rn(mul_rn(alpha, x0), mul_rn(beta, f16_to_f32(c & 0xffffu))));
+  const uint32_t d1 = f32_to_f16(add_rn(mul_rn(alpha, x1), mul_rn(beta, f16_to_f32(c >> 16))));
+  return d0 | d1 << 16;
+}

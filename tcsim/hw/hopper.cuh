@@ -1,0 +1,227 @@
+// The building blocks of the Hopper twins (kernel7): TMA tile copies that complete on mbarriers,
+// wgmma from shared memory through matrix descriptors, warp-specialized roles. One device
+// function per instruction of tcsim/kernels/machine.py's Hopper part; every one is inline PTX.
+//
+// Compile-time constants (the twin gives defaults; tcsim.hw passes -D values from
+// Kernel.defines): BM BN BK (block tile; BK * 2 bytes = one 128-byte swizzle row), STAGES,
+// CONSUMERS (warpgroups issuing wgmma, each owning BM / CONSUMERS rows), ACC_F32,
+// CONSUMER_REGISTERS and PRODUCER_REGISTERS (setmaxnreg).
+//
+// The code exists only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL, or TCSIM_SM90A which tcsim.hw
+// defines when NVRTC compiles for sm_90a); elsewhere the kernel is a trap, as CI compiles every
+// twin for sm_80 and sm_90 too.
+#pragma once
+#include "gemm_common.cuh"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
+#define TCSIM_HOPPER 1
+#include "wgmma_issue.cuh"
+#endif
+
+#define WARPGROUP 128
+#define THREADS (WARPGROUP * (CONSUMERS + 1))  // warpgroup 0 produces, the others consume
+#define CONSUMER_M (BM / CONSUMERS)            // rows of D per consumer warpgroup (64)
+#define A_STAGE_BYTES (BM * BK * 2)
+#define B_STAGE_BYTES (BK * BN * 2)
+#define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
+#define B_BOXES (BN / 64)       // B's tile arrives as BN / 64 boxes of 64 columns (128 bytes)
+#define B_BOX_BYTES (BK * 128)  // one box: BK rows of 128 bytes
+#define ACC_REGS (ACC_F32 ? BN / 2 : BN / 4)
+#if ACC_F32
+typedef float acc_t;  // the accumulator registers keep their type end to end: a cast would add
+#define ACC_CONSTRAINT "+f"  // moves between the wgmma, and ptxas then serializes them
+#else
+typedef uint32_t acc_t;  // f16x2
+#define ACC_CONSTRAINT "+r"
+#endif
+
+// A CUtensorMap (cuda.h): 128 opaque bytes, 64-byte aligned, built on the host by
+// cuTensorMapEncodeTiled (tcsim/hw/tma.py) and passed as a __grid_constant__ parameter.
+struct __align__(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+// The kernel's parameters: the ladder's, then A's and B's tensor maps.
+#define HOPPER_GEMM_PARAMS \
+  GEMM_PARAMS, const __grid_constant__ TensorMap tensor_a, const __grid_constant__ TensorMap tensor_b
+
+#ifdef TCSIM_HOPPER
+
+// ---- mbarriers ---------------------------------------------------------------------------------
+
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" : : "r"(bar), "r"(count) : "memory");
+}
+// The barriers' initialization becomes visible to the async proxy (TMA's complete_tx).
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" : : : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" : : "r"(bar) : "memory");
+}
+// One arrival that also expects `bytes` of transactions (the TMA copies of this phase).
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+               : : "r"(bar), "r"(bytes) : "memory");
+}
+// Wait until the phase with this parity has completed.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{ .reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}" : : "r"(bar), "r"(parity) : "memory");
+}
+
+// ---- TMA -------------------------------------------------------------------------------------
+
+// Copy the box at (column c0, row c1) of the tensor map's matrix to shared memory at `dst`;
+// the bytes count as transactions on the mbarrier `bar`.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, int c0, int c1,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];"
+      : : "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+
+// ---- wgmma -----------------------------------------------------------------------------------
+
+// The 64-bit matrix descriptor (PTX "Matrix Descriptor Format"; tcsim.memory.MatrixDescriptor):
+// 128-byte swizzle, base offset 0 (every stage starts on a 1024-byte boundary).
+__device__ __forceinline__ uint64_t descriptor(uint32_t address, uint32_t leading,
+                                               uint32_t stride) {
+  return (uint64_t)((address & 0x3FFFF) >> 4) | (uint64_t)((leading & 0x3FFFF) >> 4) << 16 |
+         (uint64_t)((stride & 0x3FFFF) >> 4) << 32 | 1ull << 62;
+}
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" : : : "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" : : : "memory");
+}
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" : : "n"(PENDING) : "memory");
+}
+// Keep the compiler from moving accumulator reads or writes across a wgmma fence or wait.
+__device__ __forceinline__ void fence_registers(acc_t (&acc)[ACC_REGS]) {
+#pragma unroll
+  for (int i = 0; i < ACC_REGS; i++) asm volatile("" : ACC_CONSTRAINT(acc[i]) : : "memory");
+}
+
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" : : "n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" : : "n"(REGS));
+}
+
+// One wgmma m64n(BN)k16 of a consumer: A's 64 rows from `a`, B's BN columns from `b`.
+__device__ __forceinline__ void wgmma_tile(acc_t (&acc)[ACC_REGS], uint64_t a, uint64_t b) {
+#if ACC_F32
+#define TCSIM_WGMMA_CALL(n) wgmma_m64n##n##k16_f32(acc, a, b, 1);
+#else
+#define TCSIM_WGMMA_CALL(n) wgmma_m64n##n##k16_f16(acc, a, b, 1);
+#endif
+#if BN == 256
+  TCSIM_WGMMA_CALL(256)
+#elif BN == 192
+  TCSIM_WGMMA_CALL(192)
+#elif BN == 128
+  TCSIM_WGMMA_CALL(128)
+#elif BN == 64
+  TCSIM_WGMMA_CALL(64)
+#else
+#error "hopper.cuh: BN must be 64, 128, 192 or 256"
+#endif
+#undef TCSIM_WGMMA_CALL
+}
+
+// ---- the schedule (tcsim/kernels/kernel7.py) ----------------------------------------------------
+
+extern __shared__ __align__(1024) unsigned char hopper_shared[];
+
+// kernel7: warpgroup 0 produces (one thread issues TMA copies of A's and B's tiles into STAGES
+// shared buffers; each stage's copies complete on its `full` barrier), warpgroups 1..CONSUMERS
+// consume (each issues BK / 16 wgmma per stage on its 64 rows, then arrives on the stage's
+// `empty` barrier once the wgmma of the stage before have finished reading it).
+__device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorMap* tensor_a,
+                                                      const TensorMap* tensor_b) {
+  // Shared memory: STAGES x (A tile, B tile), each 1024-byte aligned, then the barriers.
+  const uint32_t base = shared_address(hopper_shared);
+  const uint32_t full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
+  const int warpgroup = threadIdx.x / WARPGROUP, k_tiles = K / BK;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; s++) {
+      mbarrier_init(full + 8 * s, 1);  // the producer's arrive.expect_tx; TMA does the rest
+      mbarrier_init(empty + 8 * s, CONSUMERS * 4);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (warpgroup == 0) {
+    setmaxnreg_dec<PRODUCER_REGISTERS>();
+    if (threadIdx.x == 0) {
+      for (int k = 0; k < k_tiles; k++) {
+        const int s = k % STAGES;
+        if (k >= STAGES) mbarrier_wait(empty + 8 * s, (k / STAGES - 1) & 1);
+        const uint32_t a = base + s * STAGE_BYTES, b = a + A_STAGE_BYTES;
+        mbarrier_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
+        tma_load_2d(a, tensor_a, k * BK, blockIdx.y * BM, full + 8 * s);
+#pragma unroll
+        for (int box = 0; box < B_BOXES; box++)
+          tma_load_2d(b + box * B_BOX_BYTES, tensor_b, blockIdx.x * BN + box * 64, k * BK,
+                      full + 8 * s);
+      }
+    }
+    return;
+  }
+  setmaxnreg_inc<CONSUMER_REGISTERS>();
+  const int consumer = warpgroup - 1, lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+  acc_t acc[ACC_REGS];
+#pragma unroll
+  for (int i = 0; i < ACC_REGS; i++) acc[i] = 0;
+  for (int k = 0; k < k_tiles; k++) {
+    const int s = k % STAGES;
+    mbarrier_wait(full + 8 * s, (k / STAGES) & 1);
+    const uint32_t a = base + s * STAGE_BYTES + consumer * CONSUMER_M * 128,
+                   b = base + s * STAGE_BYTES + A_STAGE_BYTES;
+    fence_registers(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; kk++)  // A: 32 bytes along its 128-byte rows; B: 16 rows
+      wgmma_tile(acc, descriptor(a + kk * 32, 16, 1024),
+                 descriptor(b + kk * 16 * 128, B_BOX_BYTES, 1024));
+    wgmma_commit();
+    wgmma_wait<1>();  // the wgmma of stage k - 1 are done reading it
+    fence_registers(acc);
+    if (k > 0 && lane == 0) mbarrier_arrive(empty + 8 * ((k - 1) % STAGES));
+  }
+  wgmma_wait<0>();
+  fence_registers(acc);
+  // Epilogue: warp w of the consumer holds rows 16w .. 16w + 15 of its 64, as mma.sync's
+  // m16n8 accumulator per 8 columns (tcsim.isa.wgmma.fragments).
+  const int row0 = blockIdx.y * BM + consumer * CONSUMER_M + warp * 16 + lane / 4;
+  const int col0 = blockIdx.x * BN + lane % 4 * 2;
+#pragma unroll
+  for (int n = 0; n < BN / 8; n++) {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      const uint64_t at = (uint64_t)(row0 + 8 * half) * N + col0 + n * 8;
+      const uint32_t c = ld_global_b32(C + at);
+#if ACC_F32
+      const float x0 = acc[4 * n + 2 * half], x1 = acc[4 * n + 2 * half + 1];
+#else
+      const float x0 = f16_to_f32(acc[2 * n + half] & 0xffffu);
+      const float x1 = f16_to_f32(acc[2 * n + half] >> 16);
+#endif
+      st_global_b32(D + at, epilogue_pair(x0, x1, c, alpha, beta));
+    }
+  }
+}
+
+#endif  // TCSIM_HOPPER

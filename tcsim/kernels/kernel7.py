@@ -1,0 +1,66 @@
+"""kernel7: Hopper's own path. Warp specialization, TMA copies on mbarriers, wgmma.
+
+- **Roles.** The block is three warpgroups: warpgroup 0 *produces* (one thread issues the
+  copies; ``setmaxnreg`` gives its registers away), warpgroups 1 and 2 *consume* (each issues
+  ``wgmma.mma_async`` m64n256k16 on its 64 rows of the 128 x 256 block tile).
+- **TMA.** Each K tile arrives by ``cp.async.bulk.tensor``: A's 128 x 64 tile as one box, B's
+  64 x 256 tile as four 64 x 64 boxes, all under the 128-byte swizzle, straight from L2 to
+  shared memory without registers or per-thread addresses.
+- **mbarriers.** ``stages`` buffers, each with a *full* barrier (the producer's
+  ``arrive.expect_tx`` of the stage's bytes; the copies complete it) and an *empty* barrier
+  (one arrival per consumer warp once its wgmma no longer read the stage). Phases alternate,
+  so a wait names the parity of the phase it waits for.
+- **wgmma.** A consumer reads A (K-major) and B (MN-major, transposed by the instruction) from
+  shared memory through matrix descriptors (`tcsim.memory.MatrixDescriptor`): no ldmatrix,
+  no registers for the operands. It keeps one batch of wgmma in flight: after committing the
+  batch of stage k it waits until only that batch is pending, then releases stage k - 1.
+
+The same epilogue as the ladder: ``D = f16(alpha * acc + beta * C)``.
+"""
+
+from __future__ import annotations
+
+from ..memory.descriptors import SwizzleMode
+from ..memory.tma import TensorMap
+from .kernel import Kernel, require
+from .params import GemmParams
+
+SWIZZLE = SwizzleMode.B128
+ROW_BYTES = 128  # one swizzled row: 64 f16 along K for A, along N for B
+B_BOX = 64  # B's tile arrives as block_n / 64 boxes of 64 columns
+
+
+def requires(p: GemmParams) -> None:
+    require(p.producers == 1, "kernel7 is warp-specialized: producers must be 1")
+    require(p.block_k * 2 == ROW_BYTES,
+            f"kernel7's A rows are one 128-byte swizzle row: block_k must be 64, got {p.block_k}")
+    require(p.warp_n == p.block_n and p.block_n in (64, 128, 192, 256),
+            f"each consumer owns whole rows of the tile: warp_n must equal block_n, one of 64, "
+            f"128, 192, 256 (wgmma's N), got warp_n={p.warp_n}, block_n={p.block_n}")
+    require(p.warp_k == p.mma_k, f"kernel7 steps K by one wgmma: warp_k must be 16, got "
+                                 f"{p.warp_k}")
+    require(p.stages >= 2, f"kernel7 pipelines its copies: stages must be >= 2, got {p.stages}")
+    require(p.inputs == "f16" and p.output == "f16", "kernel7 reads and writes f16")
+
+
+def tensor_maps(p: GemmParams, M: int, N: int, K: int) -> tuple[tuple[str, TensorMap], ...]:
+    """A's map (block_m x 64 boxes) and B's (64 x 64 boxes), both 128-byte swizzled."""
+    return (("A", TensorMap(M, K, 2, p.block_m, p.block_k, SWIZZLE)),
+            ("B", TensorMap(K, N, 2, p.block_k, B_BOX, SWIZZLE)))
+
+
+def tiles(p: GemmParams) -> tuple:
+    return ()  # the stages are TMA boxes and descriptors, not the ladder's SharedTiles
+
+
+def program(m, p: GemmParams) -> None:
+    raise NotImplementedError("kernel7's schedule runs on the Machine's Hopper roles")
+
+
+kernel7 = Kernel(
+    "kernel7", "warp-specialized: TMA copies on mbarriers, wgmma m64n256k16 from descriptors",
+    program, tiles,
+    GemmParams(block_m=128, block_n=256, block_k=64, warp_m=64, warp_n=256, warp_k=16,
+               mma_k=16, stages=4, producers=1),
+    requires, arch="sm_90a", tensor_maps=tensor_maps,
+    options=(("CONSUMER_REGISTERS", 232), ("PRODUCER_REGISTERS", 40)))
