@@ -93,6 +93,11 @@ def main() -> None:
         cublas = median_seconds(partial(_cublas, sets, D), args.runs)
         rows.append({"kernel": "cuBLAS", "accumulate": "f32", "shape": [M, N, K],
                      "tflops": flops / cublas / 1e12, "check": "-"})
+        torch_seconds = _torch_seconds(sets, args.runs)
+        if torch_seconds:  # torch.matmul: cuBLAS's fastest path here (a reference, not a dep)
+            rows.append({"kernel": "torch", "accumulate": "f32", "shape": [M, N, K],
+                         "tflops": flops / torch_seconds / 1e12, "check": "-",
+                         "cublas_tflops": flops / cublas / 1e12})
         for name in args.kernels:
             kernel = tcsim.kernels.kernel_named(name)
             for acc in args.accumulate:
@@ -104,14 +109,14 @@ def main() -> None:
                 check = _check_block(kernel, p_, [cupy.asnumpy(x) for x in sets[0]],
                                      cupy.asnumpy(D), rng)
                 rows.append({"kernel": name, "accumulate": acc, "shape": [M, N, K],
-                             "mma": f"m16n8k{p_.mma_k}",
+                             "mma": "wgmma" if p_.producers else f"m16n8k{p_.mma_k}",
                              "tflops": flops / seconds / 1e12, "check": check,
                              "cublas_tflops": flops / cublas / 1e12})
     print(f"\n{'kernel':8s} {'acc':4s} {'M x N x K':>16s} {'TFLOP/s':>8s} {'cuBLAS':>7s} "
           f"{'ceiling':>8s}  check")
     for r in rows:
         M, N, K = r["shape"]
-        ceiling = ceilings[f"{r.get('mma', 'm16n8k8')} {r['accumulate']}"]
+        ceiling = ceilings.get(f"{r.get('mma', 'm16n8k8')} {r['accumulate']}", float("nan"))
         of_cublas = r["tflops"] / r.get("cublas_tflops", r["tflops"])
         print(f"{r['kernel']:8s} {r['accumulate']:4s} {f'{M}x{N}x{K}':>16s} {r['tflops']:8.1f} "
               f"{of_cublas:7.0%} {r['tflops'] / ceiling:8.0%}  {r['check']}")
@@ -129,6 +134,16 @@ def _cublas(sets, D, i: int) -> None:
 
     A, B, _ = sets[i % ROTATE]
     cupy.matmul(A, B, out=D)
+
+
+def _torch_seconds(sets, runs: int) -> float | None:
+    """torch.matmul's median time on the same inputs, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    tensors = [[torch.as_tensor(x, device="cuda") for x in s[:2]] for s in sets]
+    return median_seconds(lambda i: torch.matmul(*tensors[i % ROTATE]), runs)
 
 
 def _kernel(launchers, i: int) -> None:

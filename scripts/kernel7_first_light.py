@@ -17,30 +17,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_gpu import ROTATE, SHAPES, median_seconds  # noqa: E402
+from wgmma_chain import chained_wgmma as reference  # noqa: E402
 
 import tcsim  # noqa: E402
 from tcsim.hw.gemm import device_launch, launcher, run  # noqa: E402
-
-
-def reference(A, B, C, alpha, beta, acc):
-    """D by tcsim.wgmma m64nNk16 on every 64-row group, K in steps of 16, then the epilogue."""
-    M, K = A.shape
-    N = B.shape[1]
-    q = f"m64n{min(N, 256)}k16.{acc}.f16.f16"
-    cols = min(N, 256)
-    out = np.zeros((M, N), np.float32)
-    for c0 in range(0, N, cols):
-        A64 = A.reshape(M // 64, 64, K)
-        D = np.zeros((M // 64, 64, cols), np.float32 if acc == "f32" else np.float16)
-        for k in range(0, K, 16):
-            D = tcsim.wgmma(q, A64[:, :, k:k + 16], B[k:k + 16, c0:c0 + cols], D)
-        out[:, c0:c0 + cols] = D.reshape(M, cols).astype(np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        d = (np.float32(alpha) * out + np.float32(beta) * C.astype(np.float32)).astype(np.float16)
-    bits = d.view(np.uint16).copy()
-    bits[np.isnan(d)] = 0x7FFF
-    return bits
 
 
 def main() -> None:
@@ -81,12 +63,13 @@ def main() -> None:
         flops = 2 * M * N * K
         row = {"shape": [M, N, K]}
         row["cupy"] = flops / median_seconds(
-            lambda i: cupy.matmul(sets[i % ROTATE][0], sets[i % ROTATE][1], out=D),
+            lambda i, sets=sets, D=D: cupy.matmul(sets[i % ROTATE][0], sets[i % ROTATE][1], out=D),
             args.runs) / 1e12
         if torch is not None:
             ts = [[torch.as_tensor(x, device="cuda") for x in s] for s in sets]
             row["torch"] = flops / median_seconds(
-                lambda i: torch.matmul(ts[i % ROTATE][0], ts[i % ROTATE][1]), args.runs) / 1e12
+                lambda i, ts=ts: torch.matmul(ts[i % ROTATE][0], ts[i % ROTATE][1]),
+                args.runs) / 1e12
         for name in ("kernel6", "kernel7"):
             k = tcsim.kernels.kernel_named(name)
             for acc in ("f32", "f16"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tcsim.hw.warpgroup import ALIGN, staging
-from tcsim.hw.wgmma_probes import PROBES, _variants, probe_source
+from tcsim.hw.wgmma_probes import PROBES, _variants, issue_header, probe_source
 from tcsim.isa.wgmma import parse_wgmma, supported_wgmma_qualifiers
 from tcsim.memory import MatrixDescriptor
 
@@ -20,6 +20,12 @@ def test_wgmma_probes_cu_is_up_to_date():
     assert SOURCE == probe_source(), (
         "tcsim/hw/wgmma_probes.cu is stale: run "
         "python -m tcsim.hw.wgmma_probes > tcsim/hw/wgmma_probes.cu")
+
+
+def test_wgmma_issue_header_is_up_to_date():
+    assert (files("tcsim.hw") / "wgmma_issue.cuh").read_text() == issue_header(), (
+        "tcsim/hw/wgmma_issue.cuh is stale: run "
+        "python -m tcsim.hw.wgmma_probes issue > tcsim/hw/wgmma_issue.cuh")
 
 
 def test_every_probe_is_in_the_source_under_its_own_guard():

@@ -45,6 +45,7 @@ def kernel_named(name: str | Kernel) -> Kernel:
     return kernel
 
 
-__all__ = ["GemmParams", "KERNELS", "Kernel", "ProblemSizeError", "SEED_KERNELS", "kernel1",
-           "kernel2", "kernel3", "kernel4", "kernel5", "kernel6", "kernel_named", "tf32_puzzle",
-           "wmma_basic", "wmma_basic_fixed", "wmma_shared"]
+__all__ = ["GemmParams", "HOPPER_KERNELS", "KERNELS", "Kernel", "ProblemSizeError",
+           "SEED_KERNELS", "kernel1", "kernel2", "kernel3", "kernel4", "kernel5", "kernel6",
+           "kernel7", "kernel_named", "tf32_puzzle", "wmma_basic", "wmma_basic_fixed",
+           "wmma_shared"]

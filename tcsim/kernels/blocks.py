@@ -199,25 +199,34 @@ def mma_warp_tile(m: Machine, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> 
 # ---- epilogue ----------------------------------------------------------------------------------
 
 
-def pair_coordinates(m: Machine) -> tuple[np.ndarray, np.ndarray]:
+def pair_coordinates(m: Machine, tiles: tuple[int, int] | None = None,
+                     origin: tuple[np.ndarray, np.ndarray] | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """(row, col) in the block tile of each lane's f16 pairs of C/D: shape (warps, tiles_m,
-    tiles_n, pairs, 32). A pair is two adjacent columns, one 32-bit word in memory."""
+    tiles_n, pairs, 32). A pair is two adjacent columns, one 32-bit word in memory. A warp
+    holds ``tiles`` (default the params' tiles_m x tiles_n) m16n8 accumulators from its
+    ``origin`` (rows, cols: (warps, 1) each; default the ladder's warp tiles)."""
     p = m.params
+    tiles_m, tiles_n = tiles or (p.tiles_m, p.tiles_n)
+    warp_row, warp_col = origin or (m.warp_row * p.warp_m, m.warp_col * p.warp_n)
     coords = mma_fragment(p.qualifier, "c").coords  # (32, 4, 2): (row, col) per element
     assert (coords[:, 1::2] - coords[:, 0::2] == (0, 1)).all()  # elements 2i, 2i+1: a pair
     first = np.moveaxis(coords[:, 0::2], 0, 1)  # (pairs, 32, 2): the pair's low element
-    row = (m.warp_row * p.warp_m)[:, :, None, None, None] + \
-        (np.arange(p.tiles_m) * MMA_M)[:, None, None, None] + first[..., 0]
-    col = (m.warp_col * p.warp_n)[:, :, None, None, None] + \
-        (np.arange(p.tiles_n) * MMA_N)[:, None, None] + first[..., 1]
+    row = warp_row[:, :, None, None, None] + \
+        (np.arange(tiles_m) * MMA_M)[:, None, None, None] + first[..., 0]
+    col = warp_col[:, :, None, None, None] + \
+        (np.arange(tiles_n) * MMA_N)[:, None, None] + first[..., 1]
     return row, col
 
 
-def epilogue(m: Machine, acc: np.ndarray) -> None:
+def epilogue(m: Machine, acc: np.ndarray,
+             origin: tuple[np.ndarray, np.ndarray] | None = None) -> None:
     """``D = f16(alpha * acc + beta * C)`` element by element, each step an f32 operation
     rounded to nearest (mul.rn, mul.rn, add.rn, then cvt.rn.f16.f32; NaN comes out as 0x7fff).
-    C and D move as f16 pairs: ``ld.global.b32`` / ``st.global.b32`` per register pair."""
-    row, col = pair_coordinates(m)
+    C and D move as f16 pairs: ``ld.global.b32`` / ``st.global.b32`` per register pair.
+    ``acc``: (blocks, warps, tiles_m, tiles_n, 32, registers), m16n8 accumulators from each
+    warp's ``origin`` (see `pair_coordinates`)."""
+    row, col = pair_coordinates(m, acc.shape[-4:-2], origin)
     c = m.load_global("C_gmem_load", "C", row, col, vector=2)  # (..., pairs, 32, 1)
     c = c.view(np.float16).astype(np.float32)  # (..., pairs, 32, 2), exact
     if m.params.accumulate == "f16":

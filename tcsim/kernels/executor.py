@@ -8,16 +8,23 @@ Blocks run in groups so that registers and shared memory stay within ``MAX_REGIS
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from ..isa.fragments import ldmatrix_fragment
 from ..isa.mma import mma_regs
 from ..isa.validate import check_memory, real_scalar
+from ..isa.wgmma import wgmma_fragment
+from ..isa.wgmma.arithmetic import wgmma_bits
+from ..isa.wgmma.numerics import numerics
 from ..isa.wmma import wmma_fragment, wmma_regs
 from ..memory.access import parse_instruction
+from ..memory.descriptors import MatrixDescriptor
 from .kernel import Kernel
 from .machine import Machine
 from .params import GemmParams, ProblemSizeError
+from .roles import Waiting, interleave
 
 MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size the groups
 
@@ -119,6 +126,54 @@ class Executor(Machine):
 
     def _mma(self, site, a, b, c):
         return mma_regs(self.params.qualifier, a, b, c)
+
+    # ---- Hopper: bits move when an instruction issues; barriers keep their phases ------------
+
+    def _who(self, what: str) -> str:
+        return f"{self.kernel} {what}"
+
+    def _arrive(self, barriers, index, count, expect_tx):
+        for _ in range(count):
+            barriers.arrive(index, expect_tx, self._who(f"arrive on {barriers.label(index)}"))
+            expect_tx = 0
+
+    def _wait(self, barriers, index, parity):
+        if not barriers.completed(index, parity):
+            yield Waiting(barriers, index, parity)
+
+    def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
+        e = tensor_map.element_bytes
+        elements, inside = zip(*(tensor_map.box_elements(r, c) for r, c in zip(rows, cols)))
+        values = np.where(inside, self.memory[operand][np.stack(elements)], 0)
+        view = self.shared.view(np.dtype(f"u{e}"))
+        view[:, tensor_map.box_offsets(destination) // e] = values
+        barriers.pay(index, tensor_map.box_bytes, self._who(f"site {site!r}"))
+
+    def _wgmma(self, site, spec, desc_a, desc_b, acc, trans_b):
+        a = self._descriptor_tile(spec, "a", desc_a, "K", spec.m)  # (blocks, groups, 64, K)
+        b = self._descriptor_tile(spec, "b", desc_b, "MN" if trans_b else "K", spec.n)
+        fc = wgmma_fragment(spec, "c")
+        c = fc.scatter_bits(fc.from_registers(fc.check_registers(acc)))
+        d = wgmma_bits(spec, a, np.swapaxes(b, -1, -2), c, numerics("sm_90"))
+        fd = wgmma_fragment(spec, "d")
+        return fd.to_registers(fd.gather_bits(d))
+
+    def _descriptor_tile(self, spec, operand, descriptors, major, rows):
+        """The (blocks, warpgroups, rows, K) elements each warpgroup's descriptor reads."""
+        e = spec.format(operand).storage_bits // 8
+        view = self.shared.view(np.dtype(f"u{e}"))
+        addresses = np.stack([_descriptor_addresses(int(d), e, major, rows)
+                              for d in descriptors])
+        return view[self._block_index(addresses.ndim), addresses // e]
+
+    def _run_roles(self, roles):
+        interleave(roles, self.kernel)
+
+
+@cache
+def _descriptor_addresses(value: int, element_bytes: int, major: str, rows: int) -> np.ndarray:
+    """Byte addresses (rows, K) that a wgmma reads through descriptor ``value``."""
+    return MatrixDescriptor.decode(value).layout(element_bytes, major, rows).addresses()
 
 
 def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,

@@ -68,6 +68,8 @@ class Kernel:
     def issue(self, machine: Machine) -> None:
         """Run the schedule on ``machine`` (an executor or a tracer)."""
         machine.allocate_local(self.local_bytes(machine.params))
+        machine.tensor_maps = dict(self.tensor_maps(machine.params, machine.M, machine.N,
+                                                    machine.K))
         self.program(machine, machine.params, *self.tiles(machine.params))
 
     def check_epilogue(self, C, alpha, beta) -> None:

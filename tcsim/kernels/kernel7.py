@@ -20,8 +20,12 @@ The same epilogue as the ladder: ``D = f16(alpha * acc + beta * C)``.
 
 from __future__ import annotations
 
-from ..memory.descriptors import SwizzleMode
+import numpy as np
+
+from ..isa.wgmma import wgmma_fragment
+from ..memory.descriptors import MatrixDescriptor, SwizzleMode
 from ..memory.tma import TensorMap
+from .blocks import epilogue
 from .kernel import Kernel, require
 from .params import GemmParams
 
@@ -53,8 +57,62 @@ def tiles(p: GemmParams) -> tuple:
     return ()  # the stages are TMA boxes and descriptors, not the ladder's SharedTiles
 
 
+def descriptors(p: GemmParams, stage: int, kk: int) -> tuple[np.ndarray, int]:
+    """The wgmma descriptors of K step ``kk`` of ``stage``: A's per consumer (its 64 rows of
+    128 bytes, 32 bytes further along K per step; SBO: 8 rows), B's (MN-major: LBO the step
+    between 64-column boxes, SBO between groups of 8 K rows; 16 rows further per step)."""
+    a = stage * p.stage_bytes + np.arange(p.consumers) * p.warp_m * ROW_BYTES + kk * 32
+    b = stage * p.stage_bytes + p.a_tile_bytes + kk * 16 * ROW_BYTES
+    a_desc = [MatrixDescriptor(int(x), 16, 8 * ROW_BYTES, 0, SWIZZLE).encode() for x in a]
+    b_desc = MatrixDescriptor(b, p.block_k * ROW_BYTES, 8 * ROW_BYTES, 0, SWIZZLE).encode()
+    return np.array(a_desc, np.uint64), b_desc
+
+
 def program(m, p: GemmParams) -> None:
-    raise NotImplementedError("kernel7's schedule runs on the Machine's Hopper roles")
+    stages = p.stages * p.stage_bytes  # the barriers follow the stages
+    full = m.mbarriers("full", stages, p.stages, arrivals=1)
+    empty = m.mbarriers("empty", stages + 8 * p.stages, p.stages, arrivals=4 * p.consumers)
+    m.sync()
+    qualifier = f"m64n{p.block_n}k16.{p.accumulate}.f16.f16"
+    n = m.k_tile_count
+
+    def load(k: int) -> None:  # the producer's thread: announce the stage's bytes, copy
+        s = k % p.stages
+        a = s * p.stage_bytes
+        m.arrive(full, s, expect_tx=p.stage_bytes)
+        m.tma_load("A_tma", "A", a, 0, 0, k, full, s)
+        for box in range(p.block_n // B_BOX):
+            m.tma_load("B_tma", "B", a + p.a_tile_bytes + box * p.block_k * ROW_BYTES, 0,
+                       box * B_BOX, k, full, s)
+
+    def producer():
+        for k in m.k_tiles(stop=min(p.stages, n)):  # every stage starts empty
+            load(k)
+        for k in m.k_tiles(start=min(p.stages, n)):
+            yield from m.wait(empty, k % p.stages, (k // p.stages - 1) & 1)
+            load(k)
+
+    def consumers():
+        fragment = wgmma_fragment(qualifier, "d")
+        acc = m.zeros(p.consumers, 128, fragment.registers)
+        for k in m.k_tiles():
+            s = k % p.stages
+            yield from m.wait(full, s, (k // p.stages) & 1)
+            m.wgmma_fence()
+            for kk in range(p.block_k // 16):
+                acc = m.wgmma("wgmma", qualifier, *descriptors(p, s, kk), acc, trans_b=True)
+            m.wgmma_commit()
+            m.wgmma_wait(1)  # the wgmma of stage k - 1 no longer read it
+            if k > 0:  # lane 0 of each consumer warp
+                m.arrive(empty, (k - 1) % p.stages, count=4 * p.consumers)
+        m.wgmma_wait(0)
+        # Warp w of a consumer holds its rows 16w .. 16w + 15 as m16n8 accumulators.
+        regs = 4 if p.accumulate == "f32" else 2
+        per_warp = acc.reshape(acc.shape[0], p.consumers * 4, 1, 32, p.block_n // 8, regs)
+        warps = np.arange(p.consumers * 4)[:, None]
+        epilogue(m, np.moveaxis(per_warp, 3, 4), origin=(16 * warps, 0 * warps))
+
+    m.run_roles(("producer", producer()), ("consumers", consumers()))
 
 
 kernel7 = Kernel(

@@ -38,6 +38,7 @@ from .checks import (
     SharedChecker,
     first_index,
 )
+from .hopper import HopperInstructions
 from .params import ELEMENT_BYTES, GemmParams
 
 WARP = 32
@@ -56,7 +57,7 @@ CP_ASYNC = "cp.async.cg.shared.global.16"  # L2 -> shared, 16 bytes a lane, no r
 LDMATRIX = "ldmatrix.sync.aligned.m8n8.{}.shared.b16"
 
 
-class Machine(ABC):
+class Machine(HopperInstructions, ABC):
     """What a schedule may do; see the module docstring for the array conventions.
 
     The public instructions check (addresses, warp-wide use, races and initialization through

@@ -15,7 +15,7 @@ import pytest
 from gemm_inputs import gemm_inputs
 
 import tcsim
-from tcsim.kernels import KERNELS, GemmParams, ProblemSizeError
+from tcsim.kernels import HOPPER_KERNELS, KERNELS, GemmParams, ProblemSizeError, kernel_named
 from tcsim.kernels.blocks import shared_tiles
 from tcsim.kernels.kernel import Kernel
 from tcsim.kernels.machine import LD_GLOBAL, GlobalMemoryError
@@ -190,14 +190,15 @@ def test_an_out_of_range_global_load_names_the_element():
 # ---- the CUDA twins ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", [*KERNELS, *HOPPER_KERNELS])
 def test_each_twin_is_written_from_its_kernels_parameters(name):
     from tcsim.hw.twins import twin_source
 
-    source = (HW / KERNELS[name].source).read_text()
+    kernel = kernel_named(name)
+    source = (HW / kernel.source).read_text()
     assert source == twin_source(name), "run `python -m tcsim.hw.twins`"
     defaults = {k: int(v) for k, v in re.findall(r"#define (\w+) (-?\d+)", source)}
-    assert defaults == KERNELS[name].defines(KERNELS[name].defaults)
+    assert defaults == kernel.defines(kernel.defaults)
 
 
 def test_the_twins_spell_the_traced_tile_load():

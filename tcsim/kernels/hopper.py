@@ -1,0 +1,136 @@
+"""The Machine's Hopper instructions: mbarriers, TMA tile copies, wgmma, roles (sm_90a).
+
+`HopperInstructions` is part of `tcsim.kernels.machine.Machine`; a warp-specialized schedule
+(kernel7) issues these next to the ladder's instructions (its epilogue is the ladder's). The
+public methods check their operands and call the engine's ``_``-prefixed method, which moves
+bits (the executor) or counts (the tracer). Conventions beyond the Machine's:
+
+- wgmma works on warpgroups: accumulators are (blocks, warpgroups, 128, registers) in the
+  warpgroup fragment map (`tcsim.isa.wgmma.wgmma_fragment`), descriptors are 64-bit values,
+  one per warpgroup (`tcsim.memory.MatrixDescriptor.encode`);
+- a TMA copy is issued by one thread for the whole block; its box's origin, like every global
+  coordinate, is relative to the block's tile (the machine adds the block's origin and the K
+  tile's);
+- roles are generator functions (`tcsim.kernels.roles`); a wait is ``yield from m.wait(...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..isa.wgmma import parse_wgmma
+from ..memory.tma import SHARED_ALIGN, TensorMap
+from .checks import SharedAddressError
+from .roles import Barriers, PhaseError, Role, Waiting
+
+BARRIER_BYTES = 8
+TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+WGMMA = "wgmma.mma_async.sync.aligned."
+
+
+class HopperInstructions:
+    """What a warp-specialized schedule may do beyond the ladder's instructions."""
+
+    tensor_maps: dict[str, TensorMap]  # by operand, set by Kernel.issue
+
+    def mbarriers(self, name: str, address: int, count: int, arrivals: int) -> Barriers:
+        """``mbarrier.init`` of ``count`` barriers from shared byte ``address``, each phase
+        expecting ``arrivals`` arrivals (one thread initializes them; a barrier follows)."""
+        end = address + BARRIER_BYTES * count
+        if address % BARRIER_BYTES or address < 0 or end > self.params.shared_bytes:
+            raise SharedAddressError(
+                f"{self.kernel}: mbarriers {name!r} at {address:#x} (+{end - address} bytes) "
+                f"must be 8-byte aligned inside the block's {self.params.shared_bytes} bytes",
+                site=name, address=address)
+        barriers = Barriers(name, address, count, arrivals)
+        self._mbarrier_init(name, barriers)
+        return barriers
+
+    def arrive(self, barriers: Barriers, index: int, count: int = 1,
+               expect_tx: int = 0) -> None:
+        """``mbarrier.arrive`` by ``count`` threads (one per warp that arrives, say); with
+        ``expect_tx``, ``mbarrier.arrive.expect_tx``: the phase also waits for that many bytes
+        of copies."""
+        self._arrive(barriers, self._barrier_index(barriers, index), count, expect_tx)
+
+    def wait(self, barriers: Barriers, index: int, parity: int) -> Iterator[Waiting]:
+        """``mbarrier.try_wait.parity`` in a loop: the role is suspended until the phase of
+        ``parity`` (0 or 1) has completed. Use as ``yield from m.wait(...)``."""
+        index = self._barrier_index(barriers, index)
+        if parity not in (0, 1):
+            raise PhaseError(f"{self.kernel}: a wait's parity is 0 or 1, got {parity!r}")
+        return self._wait(barriers, index, parity)
+
+    def tma_load(self, site: str, operand: str, destination: int, rows: int, cols: int,
+                 k_tile: int, barriers: Barriers, index: int) -> None:
+        """``cp.async.bulk.tensor.2d`` of the box of ``operand``'s tensor map at (rows, cols)
+        of the block's tile (K tile ``k_tile``) to shared byte ``destination``; its bytes
+        complete on ``barriers[index]``."""
+        tensor_map = self.tensor_maps[operand]
+        if destination % SHARED_ALIGN or destination < 0 or \
+                destination + tensor_map.box_bytes > self.params.shared_bytes:
+            raise SharedAddressError(
+                f"{self.kernel} site {site!r}: a TMA box of {tensor_map.box_bytes} bytes at "
+                f"{destination:#x} must be {SHARED_ALIGN}-byte aligned inside the block's "
+                f"{self.params.shared_bytes} bytes", site=site, address=destination)
+        p = self.params
+        origin_rows, origin_cols = {"A": (self.block_rows * p.block_m, k_tile * p.block_k),
+                                    "B": (k_tile * p.block_k, self.block_cols * p.block_n)
+                                    }[operand]
+        rows = np.broadcast_to(origin_rows + rows, self.block_rows.shape)
+        cols = np.broadcast_to(origin_cols + cols, self.block_rows.shape)
+        self._tma_load(site, operand, tensor_map, destination, rows, cols,
+                       barriers, self._barrier_index(barriers, index))
+
+    def wgmma(self, site: str, qualifier: str, desc_a, desc_b, acc: np.ndarray,
+              trans_b: bool = False) -> np.ndarray:
+        """``wgmma.mma_async`` with A and B from shared memory: ``desc_a`` and ``desc_b`` are
+        each warpgroup's 64-bit descriptors (warpgroups,), ``acc`` its accumulators (blocks,
+        warpgroups, 128, registers); B read MN-major when ``trans_b``. Returns D."""
+        spec = parse_wgmma(qualifier)
+        desc_a, desc_b = (np.asarray(d, np.uint64).reshape(-1) for d in (desc_a, desc_b))
+        return self._wgmma(site, spec, desc_a, desc_b, acc, bool(trans_b))
+
+    def wgmma_fence(self) -> None:
+        """``wgmma.fence``: registers and shared memory written before are seen by the wgmma
+        issued after."""
+
+    def wgmma_commit(self) -> None:
+        """``wgmma.commit_group``: the wgmma issued since the last commit form a group."""
+
+    def wgmma_wait(self, pending: int) -> None:
+        """``wgmma.wait_group``: at most ``pending`` groups still run. The executor computes a
+        wgmma when it is issued, which gives the same bits for a schedule that reads its
+        accumulators and releases its stages only after the wait."""
+
+    def run_roles(self, *roles: tuple[str, Role]) -> None:
+        """Run the block's roles, (name, generator) pairs, to their ends (`tcsim.kernels.roles`
+        says how each engine interleaves them)."""
+        self._run_roles(roles)
+
+    def _barrier_index(self, barriers: Barriers, index: int) -> int:
+        if not 0 <= int(index) < barriers.count:
+            raise PhaseError(f"{self.kernel}: barrier {barriers.name}[{index}] does not exist "
+                             f"({barriers.count} were initialized)")
+        return int(index)
+
+    # ---- what the engines implement ------------------------------------------------------------
+
+    def _mbarrier_init(self, name: str, barriers: Barriers) -> None: ...
+
+    def _arrive(self, barriers: Barriers, index: int, count: int, expect_tx: int) -> None: ...
+
+    def _wait(self, barriers: Barriers, index: int, parity: int) -> Iterator[Waiting]:
+        raise NotImplementedError
+
+    def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers,
+                  index) -> None:
+        raise NotImplementedError
+
+    def _wgmma(self, site, spec, desc_a, desc_b, acc, trans_b) -> np.ndarray:
+        raise NotImplementedError
+
+    def _run_roles(self, roles) -> None:
+        raise NotImplementedError
