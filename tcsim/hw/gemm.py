@@ -25,12 +25,8 @@ def launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
     p = kernel.params(**params)
     kernel.check_epilogue(C, alpha, beta)
     A, B, C = check_operands(kernel, p, A, B, C)
-    (M, K), N = A.shape, B.shape[1]
-    D = np.zeros((M, N), p.output_dtype)
-    return Launch(kernel.source, kernel.entry, *kernel.launch_shape(p, M, N),
-                  [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
-                  kernel.defines(p), p.shared_bytes, kernel.arch,
-                  tuple(kernel.tensor_maps(p, M, N, K)))
+    D = np.zeros((A.shape[0], B.shape[1]), p.output_dtype)
+    return device_launch(kernel, p, A, B, C, D, alpha, beta, label)
 
 
 def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha: float = 1.0,
@@ -46,12 +42,14 @@ def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha
     return cupy.asnumpy(args[3])
 
 
-def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0) -> Launch:
-    """The `Launch` of ``kernel``'s twin with parameters ``p`` on CuPy arrays already on the
-    GPU (for benchmarks: nothing is copied or checked against the simulator)."""
+def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0,
+                  label: str = "") -> Launch:
+    """The `Launch` of ``kernel``'s twin with parameters ``p`` on the arrays given as they are
+    (host arrays for `launch`; CuPy arrays already on the GPU for benchmarks, where nothing is
+    copied or checked)."""
     (M, K), N = A.shape, B.shape[1]
     return Launch(kernel.source, kernel.entry, *kernel.launch_shape(p, M, N),
-                  [A, B, C, D, float(alpha), float(beta), M, N, K], kernel.name,
+                  [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
                   kernel.defines(p), p.shared_bytes, kernel.arch,
                   tuple(kernel.tensor_maps(p, M, N, K)))
 

@@ -15,9 +15,7 @@ import numpy as np
 from ..isa.fragments import ldmatrix_fragment
 from ..isa.mma import mma_regs
 from ..isa.validate import check_memory, real_scalar
-from ..isa.wgmma import wgmma_fragment
-from ..isa.wgmma.arithmetic import wgmma_bits
-from ..isa.wgmma.numerics import numerics
+from ..isa.wgmma import wgmma_regs
 from ..isa.wmma import wmma_fragment, wmma_regs
 from ..memory.access import parse_instruction
 from ..memory.descriptors import MatrixDescriptor
@@ -143,8 +141,8 @@ class Executor(Machine):
 
     def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
         e = tensor_map.element_bytes
-        elements, inside = zip(*(tensor_map.box_elements(r, c) for r, c in zip(rows, cols)))
-        values = np.where(inside, self.memory[operand][np.stack(elements)], 0)
+        elements, inside = tensor_map.box_elements(rows, cols)  # (blocks, box rows, box cols)
+        values = np.where(inside, self.memory[operand][elements], 0)
         view = self.shared.view(np.dtype(f"u{e}"))
         view[:, tensor_map.box_offsets(destination) // e] = values
         barriers.pay(index, tensor_map.box_bytes, self._who(f"site {site!r}"))
@@ -152,11 +150,8 @@ class Executor(Machine):
     def _wgmma(self, site, spec, desc_a, desc_b, acc, trans_b):
         a = self._descriptor_tile(spec, "a", desc_a, "K", spec.m)  # (blocks, groups, 64, K)
         b = self._descriptor_tile(spec, "b", desc_b, "MN" if trans_b else "K", spec.n)
-        fc = wgmma_fragment(spec, "c")
-        c = fc.scatter_bits(fc.from_registers(fc.check_registers(acc)))
-        d = wgmma_bits(spec, a, np.swapaxes(b, -1, -2), c, numerics("sm_90"))
-        fd = wgmma_fragment(spec, "d")
-        return fd.to_registers(fd.gather_bits(d))
+        A, B = (spec.format(op).from_bits(x) for op, x in (("a", a), ("b", b.swapaxes(-1, -2))))
+        return wgmma_regs(spec.qualifier, A, B, acc)
 
     def _descriptor_tile(self, spec, operand, descriptors, major, rows):
         """The (blocks, warpgroups, rows, K) elements each warpgroup's descriptor reads."""

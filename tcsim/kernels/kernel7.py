@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..isa.fragments import mma_fragment
 from ..isa.wgmma import wgmma_fragment
 from ..memory.descriptors import MatrixDescriptor, SwizzleMode
 from ..memory.tma import TensorMap
 from .blocks import epilogue
+from .hopper import BARRIER_BYTES
 from .kernel import Kernel, require
 from .params import GemmParams
 
@@ -71,7 +73,8 @@ def descriptors(p: GemmParams, stage: int, kk: int) -> tuple[np.ndarray, int]:
 def program(m, p: GemmParams) -> None:
     stages = p.stages * p.stage_bytes  # the barriers follow the stages
     full = m.mbarriers("full", stages, p.stages, arrivals=1)
-    empty = m.mbarriers("empty", stages + 8 * p.stages, p.stages, arrivals=4 * p.consumers)
+    empty = m.mbarriers("empty", stages + BARRIER_BYTES * p.stages, p.stages,
+                        arrivals=4 * p.consumers)
     m.sync()
     qualifier = f"m64n{p.block_n}k16.{p.accumulate}.f16.f16"
     n = m.k_tile_count
@@ -107,7 +110,7 @@ def program(m, p: GemmParams) -> None:
                 m.arrive(empty, (k - 1) % p.stages, count=4 * p.consumers)
         m.wgmma_wait(0)
         # Warp w of a consumer holds its rows 16w .. 16w + 15 as m16n8 accumulators.
-        regs = 4 if p.accumulate == "f32" else 2
+        regs = mma_fragment(p.qualifier, "c").registers  # per m16n8 tile
         per_warp = acc.reshape(acc.shape[0], p.consumers * 4, 1, 32, p.block_n // 8, regs)
         warps = np.arange(p.consumers * 4)[:, None]
         epilogue(m, np.moveaxis(per_warp, 3, 4), origin=(16 * warps, 0 * warps))

@@ -95,11 +95,12 @@ class TensorMap:
         linear = destination + row + col
         return self.swizzle.swizzle(linear) if self.swizzle else linear
 
-    def box_elements(self, row: int, col: int) -> tuple[np.ndarray, np.ndarray]:
-        """(element offsets into the matrix, in-bounds mask), both (box_rows, box_cols), of the
-        box whose first element is ``matrix[row, col]`` (TMA's coordinates are (col, row))."""
-        r = row + np.arange(self.box_rows)[:, None]
-        c = col + np.arange(self.box_cols)[None, :]
+    def box_elements(self, row, col) -> tuple[np.ndarray, np.ndarray]:
+        """(element offsets into the matrix, in-bounds mask), both (..., box_rows, box_cols),
+        of the boxes whose first elements are ``matrix[row, col]`` (ints or arrays of one
+        shape ``...``; TMA's coordinates are (col, row))."""
+        r = np.asarray(row)[..., None, None] + np.arange(self.box_rows)[:, None]
+        c = np.asarray(col)[..., None, None] + np.arange(self.box_cols)[None, :]
         inside = (r >= 0) & (r < self.rows) & (c >= 0) & (c < self.cols)
         return np.where(inside, r * self.cols + c, 0), inside
 
