@@ -4,12 +4,15 @@
 
 Each timing: CUDA events around one launch, after warm-up launches, the median of ``--runs``
 launches that rotate over three sets of inputs (so no launch finds its operands in L2 from the
-previous one). Every timed kernel's output is checked bit for bit against `tcsim.run` on one
-random block tile (that tile of D depends only on its rows of A and columns of B, so the
-sub-problem gives exactly the same bits). The ceilings are register-only mma.sync loops
-(tcsim/hw/mma_peak.cu); a kernel's "ceiling" column is the fraction of the ceiling of the
-instruction it issues (m16n8k8 or m16n8k16) with its accumulator type; cuBLAS's row shows its
-fraction of the m16n8k8 f32 ceiling. TFLOP/s = 2 M N K / time. Needs CuPy and a GPU.
+previous one). At each shape cuBLAS, torch and the kernels take turns, one launch each per
+round, so that a clock that drops as the GPU warms up weighs on all of them alike. Every timed
+kernel's output is checked bit for bit against `tcsim.run` on one random block tile (that tile
+of D depends only on its rows of A and columns of B, so the sub-problem gives exactly the same
+bits). The ceilings are loops of one instruction with no memory traffic: mma.sync from
+registers (tcsim/hw/mma_peak.cu), wgmma m64n256k16 from one shared tile
+(tcsim/hw/wgmma_peak.cu, sm_90a); a kernel's "ceiling" column is the fraction of the ceiling of
+the instruction it issues (m16n8k8, m16n8k16 or wgmma) with its accumulator type; cuBLAS's row
+shows its fraction of the m16n8k8 f32 ceiling. TFLOP/s = 2 M N K / time. Needs CuPy and a GPU.
 """
 
 from __future__ import annotations
@@ -48,6 +51,26 @@ def median_seconds(fn, runs: int, warmup: int = 3) -> float:
     return statistics.median(times)
 
 
+def interleaved_medians(fns: dict, runs: int, warmup: int = 3) -> dict:
+    """Median seconds of each function of ``fns`` (called with the run's index), timed in
+    turns: one launch of each per round."""
+    import cupy
+
+    for i in range(warmup):
+        for fn in fns.values():
+            fn(i)
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    times = {key: [] for key in fns}
+    for i in range(runs):
+        for key, fn in fns.items():
+            start.record()
+            fn(i)
+            end.record()
+            end.synchronize()
+            times[key].append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    return {key: statistics.median(t) for key, t in times.items()}
+
+
 def mma_ceilings(runs: int) -> dict[str, float]:
     """TFLOP/s of register-only mma.sync loops: 132 x 8 blocks of 8 warps, 8 chains each."""
     import cupy
@@ -62,6 +85,30 @@ def mma_ceilings(runs: int) -> dict[str, float]:
                 partial(_peak, fn, (blocks,), (32 * warps,), (out, np.int32(iterations))), runs)
             flops = blocks * warps * iterations * chains * 2 * 16 * 8 * k
             result[f"{shape} {acc}"] = flops / seconds / 1e12
+    return result
+
+
+def wgmma_ceilings(runs: int) -> dict[str, float]:
+    """TFLOP/s of wgmma m64n256k16 loops from one shared tile: one block of 2 warpgroups per
+    SM (sm_90a only; empty elsewhere)."""
+    import cupy
+
+    try:
+        runtime.require_arch("sm_90a")
+    except runtime.HardwareUnavailable:
+        return {}
+    out = cupy.zeros(1, cupy.uint32)
+    blocks = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    warpgroups, iterations, shared = 2, 4096, 40 * 1024
+    result = {}
+    for acc in ("f32", "f16"):
+        fn = runtime.kernel_function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, shared,
+                                     "sm_90a")
+        seconds = median_seconds(lambda i, fn=fn: fn((blocks,), (128 * warpgroups,),
+                                                     (out, np.int32(iterations)),
+                                                     shared_mem=shared), runs)
+        flops = blocks * warpgroups * iterations * 4 * 2 * 64 * 256 * 16
+        result[f"wgmma {acc}"] = flops / seconds / 1e12
     return result
 
 
@@ -81,8 +128,10 @@ def main() -> None:
     print(f"GPU: {smi.strip()}; CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}; "
           f"{time.strftime('%Y-%m-%d')}")
     ceilings = mma_ceilings(args.runs)
+    if any(tcsim.kernels.kernel_named(k).params().producers for k in args.kernels):
+        ceilings.update(wgmma_ceilings(args.runs))
     for name, tflops in ceilings.items():
-        print(f"mma.sync ceiling {name}: {tflops:.0f} TFLOP/s")
+        print(f"ceiling {name}: {tflops:.0f} TFLOP/s")
     rng = np.random.default_rng(0)
     rows = []
     for M, N, K in shapes:
@@ -90,28 +139,30 @@ def main() -> None:
                  for s in ((M, K), (K, N), (M, N))] for _ in range(ROTATE)]
         D = cupy.empty((M, N), cupy.float16)
         flops = 2 * M * N * K
-        cublas = median_seconds(partial(_cublas, sets, D), args.runs)
-        rows.append({"kernel": "cuBLAS", "accumulate": "f32", "shape": [M, N, K],
-                     "tflops": flops / cublas / 1e12, "check": "-"})
-        torch_seconds = _torch_seconds(sets, args.runs)
-        if torch_seconds:  # torch.matmul: cuBLAS's fastest path here (a reference, not a dep)
-            rows.append({"kernel": "torch", "accumulate": "f32", "shape": [M, N, K],
-                         "tflops": flops / torch_seconds / 1e12, "check": "-",
-                         "cublas_tflops": flops / cublas / 1e12})
+        contenders = {("cuBLAS", "f32"): partial(_cublas, sets, D)}
+        torch_matmul = _torch_matmul(sets)
+        if torch_matmul:  # torch.matmul: cuBLAS's fastest path here (a reference, not a dep)
+            contenders["torch", "f32"] = torch_matmul
+        params = {}
         for name in args.kernels:
             kernel = tcsim.kernels.kernel_named(name)
             for acc in args.accumulate:
-                p_ = kernel.params(accumulate=acc)
-                go = partial(_kernel, [launcher(device_launch(kernel, p_, *s, D))
-                                       for s in sets])
-                seconds = median_seconds(go, args.runs)
-                go(0)
-                check = _check_block(kernel, p_, [cupy.asnumpy(x) for x in sets[0]],
-                                     cupy.asnumpy(D), rng)
-                rows.append({"kernel": name, "accumulate": acc, "shape": [M, N, K],
-                             "mma": "wgmma" if p_.producers else f"m16n8k{p_.mma_k}",
-                             "tflops": flops / seconds / 1e12, "check": check,
-                             "cublas_tflops": flops / cublas / 1e12})
+                params[name, acc] = p_ = kernel.params(accumulate=acc)
+                contenders[name, acc] = partial(
+                    _kernel, [launcher(device_launch(kernel, p_, *s, D)) for s in sets])
+        seconds = interleaved_medians(contenders, args.runs)
+        cublas = flops / seconds["cuBLAS", "f32"] / 1e12
+        for (name, acc), t in seconds.items():
+            row = {"kernel": name, "accumulate": acc, "shape": [M, N, K],
+                   "tflops": flops / t / 1e12, "check": "-", "cublas_tflops": cublas}
+            if (name, acc) in params:
+                p_ = params[name, acc]
+                contenders[name, acc](0)
+                row["check"] = _check_block(tcsim.kernels.kernel_named(name), p_,
+                                            [cupy.asnumpy(x) for x in sets[0]],
+                                            cupy.asnumpy(D), rng)
+                row["mma"] = "wgmma" if p_.producers else f"m16n8k{p_.mma_k}"
+            rows.append(row)
     print(f"\n{'kernel':8s} {'acc':4s} {'M x N x K':>16s} {'TFLOP/s':>8s} {'cuBLAS':>7s} "
           f"{'ceiling':>8s}  check")
     for r in rows:
@@ -136,14 +187,14 @@ def _cublas(sets, D, i: int) -> None:
     cupy.matmul(A, B, out=D)
 
 
-def _torch_seconds(sets, runs: int) -> float | None:
-    """torch.matmul's median time on the same inputs, or None without torch."""
+def _torch_matmul(sets):
+    """torch.matmul on input set i (mod ROTATE), or None without torch."""
     try:
         import torch
     except ImportError:
         return None
     tensors = [[torch.as_tensor(x, device="cuda") for x in s[:2]] for s in sets]
-    return median_seconds(lambda i: torch.matmul(*tensors[i % ROTATE]), runs)
+    return lambda i: torch.matmul(*tensors[i % ROTATE])
 
 
 def _kernel(launchers, i: int) -> None:

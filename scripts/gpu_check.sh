@@ -14,8 +14,9 @@
 # seeds runs tests/hw/test_seeds_hw.py (the seeds' kernels: bits and counters).
 # explain measures the GPU's constants (benchmarks/bench_gpu_constants.py) and times and
 # profiles every kernel for the speed model (benchmarks/bench_explain.py --measure).
-# hopper runs tests/hw/test_hopper_hw.py (kernel7's bits), bench_gpu.py for kernel6 and kernel7
-# and lists ncu's Hopper metric names.
+# hopper runs tests/hw/test_hopper_hw.py (kernel7's and kernel8's bits and counters),
+# bench_gpu.py for kernel6, kernel7 and kernel8 (with the wgmma ceiling) and
+# benchmarks/ncu_hopper.py (DRAM, L2 and tensor-pipe counters of each rung and of cuBLAS).
 # counters runs every Nsight Compute comparison: each wmma.load/store alone, the seeds' kernels
 # and the ladder (tests/hw/test_{wmma,seeds,kernels}_hw.py, -k nsight_compute).
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
@@ -85,13 +86,11 @@ elif [ "$mode" = explain ]; then  # the speed model's constants and its validati
   python3 benchmarks/bench_explain.py --measure "$OUT/explain.json" ${EXPLAIN_ARGS:-} 2>&1 \
     | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
-elif [ "$mode" = hopper ]; then  # kernel7 (issue 15): bits against the twin, speed, ncu names
+elif [ "$mode" = hopper ]; then  # issue 15: bits and counters against the twins, speed
   hw_tests test_hopper_hw.py
-  python3 benchmarks/bench_gpu.py --kernels kernel6 kernel7 --json "$OUT/bench_gpu.json" \
-    ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_gpu.log"
-  ncu=$(python3 -c "from tcsim.hw.profile import find_ncu; print(find_ncu())" 2>/dev/null)
-  [ -n "$ncu" ] && "$ncu" --query-metrics --chip gh100 2>&1 \
-    | grep -iE "gmma|tma|bulk|mbarrier|syncs" >"$OUT/ncu_hopper_metrics.txt"
+  python3 benchmarks/bench_gpu.py --kernels kernel6 kernel7 kernel8 --runs 15 \
+    --json "$OUT/bench_gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_gpu.log"
+  python3 benchmarks/ncu_hopper.py --json "$OUT/ncu_hopper.json" 2>&1 | tee "$OUT/ncu_hopper.log"
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
   hw_tests test_kernels_hw.py
 elif [ "$mode" = checks ]; then  # planted bugs: compute-sanitizer against the simulator

@@ -64,6 +64,12 @@ LOCAL_LD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum"
 LOCAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"
 LOCAL_ST_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum"
 LOCAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"
+# Hopper's sites (kernel7, kernel8): wgmma as warp instructions on the tensor pipe, TMA loads
+# as instructions and as the bytes they bring from L2.
+GMMA = "smsp__inst_executed_pipe_tensor_op_gmma.sum"
+TMA_LD_INST = "smsp__inst_executed_op_tma_ld.sum"
+TMA_LD_BYTES = "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"
+HOPPER_METRICS = (GMMA, TMA_LD_INST, TMA_LD_BYTES)
 METRICS = (LDSM, SHARED_LD_WAVEFRONTS, SHARED_LD_CONFLICTS, SHARED_ST_INST, SHARED_ST_WAVEFRONTS,
            SHARED_ST_CONFLICTS, HMMA, GLOBAL_LD_REQUESTS, GLOBAL_LD_SECTORS, GLOBAL_ST_REQUESTS,
            GLOBAL_ST_SECTORS)
@@ -102,8 +108,10 @@ class Site:
     def metrics(self) -> dict[str, int]:
         """This site's contribution to the Nsight Compute totals."""
         inst = self.instruction
-        if self.space in ("tma", "wgmma"):
-            return {}  # kernel7's sites: not yet mapped to Nsight Compute's counters
+        if self.space == "wgmma":
+            return {GMMA: self.executions}
+        if self.space == "tma":
+            return {TMA_LD_INST: self.executions, TMA_LD_BYTES: self.sectors * SECTOR}
         if self.space == "tensor":
             return {HMMA: self.mma}
         if self.space == "async":  # its global side also counts among global loads (measured)
@@ -207,12 +215,13 @@ class Trace:
 
 
 def totals(sites) -> dict[str, int]:
-    """The Nsight Compute totals of ``sites`` (`Site`s): `METRICS`, and the cp.async and
-    local-memory ones when a site has any."""
+    """The Nsight Compute totals of ``sites`` (`Site`s): `METRICS`, and the cp.async,
+    local-memory and Hopper ones when a site has any."""
     sites = list(sites)
     spaces = {s.space for s in sites}
     out = dict.fromkeys(METRICS + (ASYNC_METRICS if "async" in spaces else ()) +
-                        (LOCAL_METRICS if "local" in spaces else ()), 0)
+                        (LOCAL_METRICS if "local" in spaces else ()) +
+                        (HOPPER_METRICS if spaces & {"tma", "wgmma"} else ()), 0)
     for site in sites:
         for key, value in site.metrics().items():
             out[key] = out.get(key, 0) + value
@@ -341,7 +350,8 @@ class Tracer(Counter, Machine):
         if self.report.mode == "off" or self.exhaustive:
             super().begin_blocks(rows, cols)
         else:  # representative iterations: no race or initialization bookkeeping
-            self.block_rows, self.block_cols, self.checker = rows, cols, None
+            Machine.begin_blocks(self, rows, cols)
+            self.checker = None
 
     def k_tiles(self, start: int = 0, stop: int | None = None) -> Iterator[int]:
         stop = self.k_tile_count if stop is None else stop

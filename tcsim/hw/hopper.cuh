@@ -141,20 +141,98 @@ __device__ __forceinline__ void wgmma_tile(acc_t (&acc)[ACC_REGS], uint64_t a, u
 #undef TCSIM_WGMMA_CALL
 }
 
-// ---- the schedule (tcsim/kernels/kernel7.py) ----------------------------------------------------
+// ---- the schedule (tcsim/kernels/kernel7.py, kernel8.py) ---------------------------------------
 
 extern __shared__ __align__(1024) unsigned char hopper_shared[];
 
-// kernel7: warpgroup 0 produces (one thread issues TMA copies of A's and B's tiles into STAGES
-// shared buffers; each stage's copies complete on its `full` barrier), warpgroups 1..CONSUMERS
-// consume (each issues BK / 16 wgmma per stage on its 64 rows, then arrives on the stage's
-// `empty` barrier once the wgmma of the stage before have finished reading it).
+#ifndef GROUP_M
+#define GROUP_M 0
+#endif
+#ifndef EPILOGUE_BATCH
+#define EPILOGUE_BATCH 8
+#endif
+
+
+// Which block tile (row, column of tiles) is the t-th handed out: GROUP_M 0 walks N fastest;
+// otherwise groups of GROUP_M block rows are walked column by column (M fastest inside a
+// group), so the tiles in flight at once share fewer rows of A and columns of B
+// (tcsim.kernels.scheduler.tile_order).
+__device__ __forceinline__ void tile_coordinates(int t, int tiles_m, int tiles_n, int& row,
+                                                 int& col) {
+#if GROUP_M
+  const int group = t / (GROUP_M * tiles_n), first = group * GROUP_M;
+  const int rows = min(GROUP_M, tiles_m - first), r = t % (GROUP_M * tiles_n);
+  row = first + r % rows;
+  col = r / rows;
+#else
+  row = t / tiles_n;
+  col = t % tiles_n;
+#endif
+}
+
+// One consumer warpgroup's epilogue of its 64 x BN rows of tile (row, col): warp w holds rows
+// 16w .. 16w + 15 as mma.sync's m16n8 accumulator per 8 columns (tcsim.isa.wgmma.fragments).
+// C's words are loaded EPILOGUE_BATCH x 8 columns at a time before any is used, so their
+// latencies overlap instead of adding up (one word at a time, 32 latencies in a row cost kernel7
+// a quarter of its speed at 8192^3 on the H100: docs/kernels.md). Loading all of C before the
+// main loop instead was no faster.
+#define C_WORDS (BN / 8 * 2)
+struct EpilogueAt {
+  int row0, col0;
+  __device__ __forceinline__ EpilogueAt(int row, int col, int consumer) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+    row0 = row * BM + consumer * CONSUMER_M + warp * 16 + lane / 4;
+    col0 = col * BN + lane % 4 * 2;
+  }
+  // Word j of the thread's C or D: columns 8 (j / 2) + 2 (lane % 4), row + 8 (j % 2).
+  __device__ __forceinline__ uint64_t at(int j, int N) const {
+    return (uint64_t)(row0 + 8 * (j % 2)) * N + col0 + j / 2 * 8;
+  }
+};
+
+__device__ __forceinline__ void epilogue_word(const acc_t (&acc)[ACC_REGS], int j, uint32_t c,
+                                              const EpilogueAt& e, uint16_t* __restrict__ D,
+                                              float alpha, float beta, int N) {
+  const int n = j / 2, half = j % 2;
+#if ACC_F32
+  const float x0 = acc[4 * n + 2 * half], x1 = acc[4 * n + 2 * half + 1];
+#else
+  const float x0 = f16_to_f32(acc[2 * n + half] & 0xffffu);
+  const float x1 = f16_to_f32(acc[2 * n + half] >> 16);
+#endif
+  st_global_b32(D + e.at(j, N), epilogue_pair(x0, x1, c, alpha, beta));
+}
+
+__device__ __forceinline__ void epilogue_tile(const acc_t (&acc)[ACC_REGS], const EpilogueAt& e,
+                                              const uint16_t* __restrict__ C,
+                                              uint16_t* __restrict__ D, float alpha, float beta,
+                                              int N) {
+#pragma unroll
+  for (int j0 = 0; j0 < C_WORDS; j0 += 2 * EPILOGUE_BATCH) {
+    uint32_t c[2 * EPILOGUE_BATCH];
+#pragma unroll
+    for (int j = 0; j < 2 * EPILOGUE_BATCH; j++) c[j] = ld_global_b32(C + e.at(j0 + j, N));
+#pragma unroll
+    for (int j = 0; j < 2 * EPILOGUE_BATCH; j++)
+      epilogue_word(acc, j0 + j, c[j], e, D, alpha, beta, N);
+  }
+}
+
+// kernel7 and kernel8: warpgroup 0 produces (one thread issues TMA copies of A's and B's tiles
+// into STAGES shared buffers; each stage's copies complete on its `full` barrier), warpgroups
+// 1..CONSUMERS consume (each issues BK / 16 wgmma per stage on its 64 rows, then arrives on the
+// stage's `empty` barrier once the wgmma of the stage before have finished reading it).
+// Block b computes tiles b, b + gridDim.x, ... in tile_coordinates' order: kernel7 launches one
+// block per tile, kernel8 one block per SM (persistent), whose producer fills the stages of its
+// next tile while the consumers store the last one. The stage and its barrier phase run on
+// across tiles (`it` counts K tiles over the block's whole life).
 __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorMap* tensor_a,
                                                       const TensorMap* tensor_b) {
   // Shared memory: STAGES x (A tile, B tile), each 1024-byte aligned, then the barriers.
   const uint32_t base = shared_address(hopper_shared);
   const uint32_t full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
   const int warpgroup = threadIdx.x / WARPGROUP, k_tiles = K / BK;
+  const int tiles_m = M / BM, tiles_n = N / BN, tiles = tiles_m * tiles_n;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarrier_init(full + 8 * s, 1);  // the producer's arrive.expect_tx; TMA does the rest
@@ -166,61 +244,55 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
   if (warpgroup == 0) {
     setmaxnreg_dec<PRODUCER_REGISTERS>();
     if (threadIdx.x == 0) {
-      for (int k = 0; k < k_tiles; k++) {
-        const int s = k % STAGES;
-        if (k >= STAGES) mbarrier_wait(empty + 8 * s, (k / STAGES - 1) & 1);
-        const uint32_t a = base + s * STAGE_BYTES, b = a + A_STAGE_BYTES;
-        mbarrier_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
-        tma_load_2d(a, tensor_a, k * BK, blockIdx.y * BM, full + 8 * s);
+      int it = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int row, col;
+        tile_coordinates(t, tiles_m, tiles_n, row, col);
+        for (int k = 0; k < k_tiles; k++, it++) {
+          const int s = it % STAGES;
+          if (it >= STAGES) mbarrier_wait(empty + 8 * s, (it / STAGES - 1) & 1);
+          const uint32_t a = base + s * STAGE_BYTES, b = a + A_STAGE_BYTES;
+          mbarrier_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
+          tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
 #pragma unroll
-        for (int box = 0; box < B_BOXES; box++)
-          tma_load_2d(b + box * B_BOX_BYTES, tensor_b, blockIdx.x * BN + box * 64, k * BK,
-                      full + 8 * s);
+          for (int box = 0; box < B_BOXES; box++)
+            tma_load_2d(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64, k * BK,
+                        full + 8 * s);
+        }
       }
     }
     return;
   }
   setmaxnreg_inc<CONSUMER_REGISTERS>();
-  const int consumer = warpgroup - 1, lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
-  acc_t acc[ACC_REGS];
+  const int consumer = warpgroup - 1, lane = threadIdx.x % 32;
+  int it = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int row, col;
+    tile_coordinates(t, tiles_m, tiles_n, row, col);
+    const EpilogueAt at(row, col, consumer);
+    acc_t acc[ACC_REGS];
 #pragma unroll
-  for (int i = 0; i < ACC_REGS; i++) acc[i] = 0;
-  for (int k = 0; k < k_tiles; k++) {
-    const int s = k % STAGES;
-    mbarrier_wait(full + 8 * s, (k / STAGES) & 1);
-    const uint32_t a = base + s * STAGE_BYTES + consumer * CONSUMER_M * 128,
-                   b = base + s * STAGE_BYTES + A_STAGE_BYTES;
-    fence_registers(acc);
-    wgmma_fence();
+    for (int i = 0; i < ACC_REGS; i++) acc[i] = 0;
+    for (int k = 0; k < k_tiles; k++, it++) {
+      const int s = it % STAGES;
+      mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
+      const uint32_t a = base + s * STAGE_BYTES + consumer * CONSUMER_M * 128,
+                     b = base + s * STAGE_BYTES + A_STAGE_BYTES;
+      fence_registers(acc);
+      wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++)  // A: 32 bytes along its 128-byte rows; B: 16 rows
-      wgmma_tile(acc, descriptor(a + kk * 32, 16, 1024),
-                 descriptor(b + kk * 16 * 128, B_BOX_BYTES, 1024));
-    wgmma_commit();
-    wgmma_wait<1>();  // the wgmma of stage k - 1 are done reading it
-    fence_registers(acc);
-    if (k > 0 && lane == 0) mbarrier_arrive(empty + 8 * ((k - 1) % STAGES));
-  }
-  wgmma_wait<0>();
-  fence_registers(acc);
-  // Epilogue: warp w of the consumer holds rows 16w .. 16w + 15 of its 64, as mma.sync's
-  // m16n8 accumulator per 8 columns (tcsim.isa.wgmma.fragments).
-  const int row0 = blockIdx.y * BM + consumer * CONSUMER_M + warp * 16 + lane / 4;
-  const int col0 = blockIdx.x * BN + lane % 4 * 2;
-#pragma unroll
-  for (int n = 0; n < BN / 8; n++) {
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-      const uint64_t at = (uint64_t)(row0 + 8 * half) * N + col0 + n * 8;
-      const uint32_t c = ld_global_b32(C + at);
-#if ACC_F32
-      const float x0 = acc[4 * n + 2 * half], x1 = acc[4 * n + 2 * half + 1];
-#else
-      const float x0 = f16_to_f32(acc[2 * n + half] & 0xffffu);
-      const float x1 = f16_to_f32(acc[2 * n + half] >> 16);
-#endif
-      st_global_b32(D + at, epilogue_pair(x0, x1, c, alpha, beta));
+      for (int kk = 0; kk < BK / 16; kk++)  // A: 32 bytes along its 128-byte rows; B: 16 rows
+        wgmma_tile(acc, descriptor(a + kk * 32, 16, 1024),
+                   descriptor(b + kk * 16 * 128, B_BOX_BYTES, 1024));
+      wgmma_commit();
+      wgmma_wait<1>();  // the wgmma of stage it - 1 are done reading it
+      fence_registers(acc);
+      if (k > 0 && lane == 0) mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
     }
+    wgmma_wait<0>();
+    fence_registers(acc);
+    if (lane == 0) mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
+    epilogue_tile(acc, at, C, D, alpha, beta, N);
   }
 }
 

@@ -34,6 +34,9 @@
 #ifndef CONSUMERS
 #define CONSUMERS 2
 #endif
+#ifndef GROUP_M
+#define GROUP_M 0
+#endif
 #ifndef CONSUMER_REGISTERS
 #define CONSUMER_REGISTERS 232
 #endif

@@ -78,10 +78,11 @@ def profile(launches: list[Launch], metrics=SHARED_METRICS,
     if run.returncode != 0:
         raise RuntimeError(f"ncu failed ({run.returncode}):\n{run.stdout[-3000:]}\n"
                            f"{run.stderr[-3000:]}")
-    return _parse(run.stdout, len(launches), metrics)
+    return parse_csv(run.stdout, len(launches), metrics)
 
 
-def _parse(text: str, count: int, metrics) -> list[dict[str, float]]:
+def parse_csv(text: str, count: int, metrics) -> list[dict[str, float]]:
+    """ncu --csv --print-units base output: one dict of ``metrics`` per kernel launch."""
     lines = [line for line in text.splitlines() if line.startswith('"')]
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
     ids = sorted({int(r["ID"]) for r in rows})

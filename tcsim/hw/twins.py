@@ -20,9 +20,10 @@ SCHEDULES = {
     "kernel5": ("gemm_overlapped<4, 4, true>", "kernel4 with tiles tuned for the H100"),
     "kernel6": ("gemm_pipelined", "m16n8k16, cp.async pipeline, register double buffering"),
     "kernel7": ("gemm_warp_specialized", "warp-specialized TMA + mbarrier pipeline, wgmma"),
+    "kernel8": ("gemm_warp_specialized", "kernel7 on persistent blocks, L2-friendly tile order"),
 }
 # Twins of kernels with tensor maps include hopper.cuh and exist only for sm_90a.
-HOPPER = {"kernel7"}
+HOPPER = {"kernel7", "kernel8"}
 
 
 def twin_source(name: str) -> str:

@@ -23,6 +23,7 @@ from .kernel import Kernel
 from .machine import Machine
 from .params import GemmParams, ProblemSizeError
 from .roles import Waiting, interleave
+from .scheduler import block_tiles
 
 MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size the groups
 
@@ -40,7 +41,7 @@ class Executor(Machine):
 
     def begin_blocks(self, rows, cols) -> None:
         super().begin_blocks(rows, cols)
-        self.shared = np.zeros((rows.size, self.params.shared_bytes // 4), np.uint32)
+        self.shared = np.zeros((self.block_rows.size, self.params.shared_bytes // 4), np.uint32)
         self.local = None  # each thread's local memory, made by the first local access
 
     def _local_words(self) -> np.ndarray:
@@ -234,15 +235,14 @@ def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
     A, B, C = (x.view(np.uint16 if x.itemsize == 2 else np.uint32) for x in (A, B, C))
     D = np.zeros_like(C)
     ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta), checks)
-    grid_n, grid_m = params.grid(ex.M, ex.N)
-    rows, cols = (x.ravel() for x in np.divmod(np.arange(grid_m * grid_n), grid_n))
     acc_bytes = params.warps * params.warp_m * params.warp_n * (2 if params.accumulate == "f16"
                                                                 else 4)
     local_bytes = params.threads * kernel.local_bytes(params)
     # temporaries are several times acc
     group = max(1, MAX_REGISTER_BYTES // (8 * acc_bytes + local_bytes))
-    for start in range(0, rows.size, group):
-        ex.begin_blocks(rows[start:start + group], cols[start:start + group])
-        kernel.issue(ex)
-        ex.end_blocks()
+    for rows, cols in block_tiles(params, ex.M, ex.N):
+        for start in range(0, rows.shape[0], group):
+            ex.begin_blocks(rows[start:start + group], cols[start:start + group])
+            kernel.issue(ex)
+            ex.end_blocks()
     return D.view(params.output_dtype)

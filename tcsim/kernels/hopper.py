@@ -59,6 +59,9 @@ class HopperInstructions:
         """``mbarrier.try_wait.parity`` in a loop: the role is suspended until the phase of
         ``parity`` (0 or 1) has completed. Use as ``yield from m.wait(...)``."""
         index = self._barrier_index(barriers, index)
+        if self.in_tile:
+            raise PhaseError(f"{self.kernel}: a role waits inside `with m.tile(...)`; leave "
+                             "the tile first (other roles run while it waits)")
         if parity not in (0, 1):
             raise PhaseError(f"{self.kernel}: a wait's parity is 0 or 1, got {parity!r}")
         return self._wait(barriers, index, parity)

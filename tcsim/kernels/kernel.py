@@ -87,6 +87,7 @@ class Kernel:
                "MIN_BLOCKS": dict(self.blocks_per_sm)[p.accumulate]}
         if p.producers:
             out["CONSUMERS"] = p.consumers
+            out["GROUP_M"] = p.group_m
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         out.update(self.options)
         for tile in self.tiles(p):  # none for a kernel without shared tiles

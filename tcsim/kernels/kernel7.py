@@ -30,8 +30,10 @@ from .blocks import epilogue
 from .hopper import BARRIER_BYTES
 from .kernel import Kernel, require
 from .params import GemmParams
+from .scheduler import blocks_launched
 
 SWIZZLE = SwizzleMode.B128
+REGISTERS = (("CONSUMER_REGISTERS", 232), ("PRODUCER_REGISTERS", 40))  # setmaxnreg
 ROW_BYTES = 128  # one swizzled row: 64 f16 along K for A, along N for B
 B_BOX = 64  # B's tile arrives as block_n / 64 boxes of 64 columns
 
@@ -78,44 +80,59 @@ def program(m, p: GemmParams) -> None:
     m.sync()
     qualifier = f"m64n{p.block_n}k16.{p.accumulate}.f16.f16"
     n = m.k_tile_count
+    # Iteration `it` = t * n + k of a block's life uses stage it % stages in phase
+    # it // stages: the pipeline runs on from one tile to the next (kernel8).
 
-    def load(k: int) -> None:  # the producer's thread: announce the stage's bytes, copy
-        s = k % p.stages
-        a = s * p.stage_bytes
-        m.arrive(full, s, expect_tx=p.stage_bytes)
-        m.tma_load("A_tma", "A", a, 0, 0, k, full, s)
-        for box in range(p.block_n // B_BOX):
-            m.tma_load("B_tma", "B", a + p.a_tile_bytes + box * p.block_k * ROW_BYTES, 0,
-                       box * B_BOX, k, full, s)
-
-    def producer():
-        for k in m.k_tiles(stop=min(p.stages, n)):  # every stage starts empty
-            load(k)
-        for k in m.k_tiles(start=min(p.stages, n)):
-            yield from m.wait(empty, k % p.stages, (k // p.stages - 1) & 1)
-            load(k)
+    def producer():  # one thread: wait until the stage is free, announce its bytes, copy
+        for t in m.tiles():
+            for k in m.k_tiles():
+                it = t * n + k
+                s = it % p.stages
+                if it >= p.stages:  # every stage starts empty
+                    yield from m.wait(empty, s, (it // p.stages - 1) & 1)
+                a = s * p.stage_bytes
+                m.arrive(full, s, expect_tx=p.stage_bytes)
+                with m.tile(t):
+                    m.tma_load("A_tma", "A", a, 0, 0, k, full, s)
+                    for box in range(p.block_n // B_BOX):
+                        m.tma_load("B_tma", "B", a + p.a_tile_bytes + box * p.block_k * ROW_BYTES,
+                                   0, box * B_BOX, k, full, s)
 
     def consumers():
         fragment = wgmma_fragment(qualifier, "d")
-        acc = m.zeros(p.consumers, 128, fragment.registers)
-        for k in m.k_tiles():
-            s = k % p.stages
-            yield from m.wait(full, s, (k // p.stages) & 1)
-            m.wgmma_fence()
-            for kk in range(p.block_k // 16):
-                acc = m.wgmma("wgmma", qualifier, *descriptors(p, s, kk), acc, trans_b=True)
-            m.wgmma_commit()
-            m.wgmma_wait(1)  # the wgmma of stage k - 1 no longer read it
-            if k > 0:  # lane 0 of each consumer warp
-                m.arrive(empty, (k - 1) % p.stages, count=4 * p.consumers)
-        m.wgmma_wait(0)
-        # Warp w of a consumer holds its rows 16w .. 16w + 15 as m16n8 accumulators.
-        regs = mma_fragment(p.qualifier, "c").registers  # per m16n8 tile
-        per_warp = acc.reshape(acc.shape[0], p.consumers * 4, 1, 32, p.block_n // 8, regs)
-        warps = np.arange(p.consumers * 4)[:, None]
-        epilogue(m, np.moveaxis(per_warp, 3, 4), origin=(16 * warps, 0 * warps))
+        for t in m.tiles():
+            acc = m.zeros(p.consumers, 128, fragment.registers)
+            for k in m.k_tiles():
+                it = t * n + k
+                s = it % p.stages
+                yield from m.wait(full, s, (it // p.stages) & 1)
+                m.wgmma_fence()
+                for kk in range(p.block_k // 16):
+                    acc = m.wgmma("wgmma", qualifier, *descriptors(p, s, kk), acc, trans_b=True)
+                m.wgmma_commit()
+                m.wgmma_wait(1)  # the wgmma of iteration it - 1 no longer read its stage
+                if k > 0:  # lane 0 of each consumer warp
+                    m.arrive(empty, (it - 1) % p.stages, count=4 * p.consumers)
+            m.wgmma_wait(0)
+            m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)  # the last stage
+            with m.tile(t):
+                epilogue_tile(m, p, acc)
 
     m.run_roles(("producer", producer()), ("consumers", consumers()))
+
+
+def epilogue_tile(m, p: GemmParams, acc: np.ndarray) -> None:
+    """The ladder's epilogue on the consumers' accumulators: warp w of a consumer holds its
+    rows 16w .. 16w + 15 as m16n8 accumulators."""
+    regs = mma_fragment(p.qualifier, "c").registers  # per m16n8 tile
+    per_warp = acc.reshape(acc.shape[0], p.consumers * 4, 1, 32, p.block_n // 8, regs)
+    warps = np.arange(p.consumers * 4)[:, None]
+    epilogue(m, np.moveaxis(per_warp, 3, 4), origin=(16 * warps, 0 * warps))
+
+
+def launch_shape(p: GemmParams, M: int, N: int) -> tuple[tuple[int], tuple[int]]:
+    """A 1-D grid: one block per tile, or the persistent blocks (`tcsim.kernels.scheduler`)."""
+    return (blocks_launched(p, M, N),), (p.threads,)
 
 
 kernel7 = Kernel(
@@ -124,4 +141,4 @@ kernel7 = Kernel(
     GemmParams(block_m=128, block_n=256, block_k=64, warp_m=64, warp_n=256, warp_k=16,
                mma_k=16, stages=4, producers=1),
     requires, arch="sm_90a", tensor_maps=tensor_maps,
-    options=(("CONSUMER_REGISTERS", 232), ("PRODUCER_REGISTERS", 40)))
+    options=REGISTERS, launch_shape=launch_shape)

@@ -90,15 +90,38 @@ class Machine(HopperInstructions, ABC):
         return self.K // self.params.block_k
 
     def begin_blocks(self, rows: np.ndarray, cols: np.ndarray) -> None:
-        """The blocks in flight from now on: tile indices along M and N; fresh shared state."""
-        self.block_rows, self.block_cols = rows, cols
+        """The blocks in flight from now on: tile indices along M and N, (blocks,), or
+        (blocks, tiles) for blocks that compute several tiles in turn (`tiles`); fresh shared
+        state."""
+        self.tile_rows, self.tile_cols = (np.asarray(x).reshape(np.shape(x)[0], -1)
+                                          for x in (rows, cols))
+        self.block_rows, self.block_cols = self.tile_rows[:, 0], self.tile_cols[:, 0]
+        self.in_tile = False
         self.checker = None if self.report.mode == "off" else SharedChecker(
-            self.report, rows.size, self.params.warps, self.params.shared_bytes, self.describe)
+            self.report, self.block_rows.size, self.params.warps, self.params.shared_bytes,
+            self.describe)
 
     def end_blocks(self) -> None:
         """The blocks finished: the last barrier interval is checked too."""
         if self.checker is not None:
             self.checker.barrier()
+
+    def tiles(self) -> range:
+        """The tiles each block in flight computes, in turn (one, unless the kernel's blocks
+        are persistent: `tcsim.kernels.scheduler`)."""
+        return range(self.tile_rows.shape[1])
+
+    @contextmanager
+    def tile(self, t: int) -> Iterator[None]:
+        """Global coordinates inside are relative to the blocks' tile ``t``. A role must not
+        wait inside (another role may be on another tile meanwhile)."""
+        saved = self.block_rows, self.block_cols, self.in_tile
+        self.block_rows, self.block_cols = self.tile_rows[:, t], self.tile_cols[:, t]
+        self.in_tile = True
+        try:
+            yield
+        finally:
+            self.block_rows, self.block_cols, self.in_tile = saved
 
     @contextmanager
     def lanes(self, mask) -> Iterator[None]:

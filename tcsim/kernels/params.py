@@ -30,6 +30,7 @@ TYPE_BYTES = {"f16": 2, "f32": 4}
 # M / block_m) blocks, where CUDA allows at most 65,535 along y.
 MAX_SIZE = 2**31 - 1
 MAX_GRID_Y = 65535
+ZERO_ALLOWED = ("stages", "producers", "group_m", "persistent_blocks")
 
 
 class ProblemSizeError(ValueError):
@@ -59,6 +60,12 @@ class GemmParams:
     # warp_m x warp_n tile belongs to a consumer warpgroup (128 threads issuing wgmma), and
     # the block is the producer warpgroup plus one consumer per tile.
     producers: int = 0
+    # Which block computes which tile (`tcsim.kernels.scheduler`; warp-specialized kernels):
+    # ``group_m`` 0 hands tiles out along N first, g > 0 in groups of g block rows walked down
+    # M first (tiles in flight share rows of A and columns of B in L2); ``persistent_blocks``
+    # 0 launches one block per tile, b > 0 launches b blocks that each loop over tiles.
+    group_m: int = 0
+    persistent_blocks: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -68,7 +75,7 @@ class GemmParams:
                     raise ValueError(f"{f.name} must be 'f16' or 'f32', got {value!r}")
             else:  # numpy integers are welcome, and stored as ints
                 object.__setattr__(self, f.name, integer(
-                    value, f.name, minimum=0 if f.name in ("stages", "producers") else 1,
+                    value, f.name, minimum=0 if f.name in ZERO_ALLOWED else 1,
                     type_error=ValueError))
         self._require(self.inputs == "f16" or (self.accumulate == "f32" and self.mma_k == 8),
                       "f32 inputs run as tf32 m16n8k8 with f32 accumulators: they need "
@@ -88,6 +95,11 @@ class GemmParams:
         self._require(not self.producers or (self.warp_m == 64 and self.mma_k == 16),
                       "a consumer warpgroup issues wgmma m64nNk16: warp_m must be 64 and mma_k "
                       f"16, got {self.warp_m} and {self.mma_k}")
+        self._require(self.producers or not (self.group_m or self.persistent_blocks),
+                      "group_m and persistent_blocks order the tiles of a warp-specialized "
+                      "kernel's tile loop (producers=1); this kernel launches one block per "
+                      f"tile, got group_m={self.group_m}, "
+                      f"persistent_blocks={self.persistent_blocks}")
         copied_by_threads = self.stages and not self.producers  # TMA copies whole tiles
         for name, rows, cols in (("A", self.block_m, self.block_k),
                                  ("B", self.block_k, self.block_n))[:2 if copied_by_threads else 0]:

@@ -12,7 +12,10 @@ from hw_log import log_hw
 import tcsim
 from tcsim import hw
 from tcsim.hw import runtime
+from tcsim.hw.gemm import launch
+from tcsim.hw.profile import profile
 from tcsim.kernels import HOPPER_KERNELS
+from tcsim.trace import HOPPER_METRICS, METRICS
 
 pytestmark = pytest.mark.hw
 
@@ -39,3 +42,50 @@ def test_run_matches_the_cuda_twin_bit_for_bit(name, accumulate, rng):
         log_hw({"kernel": name, "accumulate": accumulate, "shape": [M, N, K], "differ": differ,
              "elements": M * N, "device": runtime.device_name()})
         assert differ == 0, f"{name} {accumulate} {M}x{N}x{K}: {differ} of {M * N} differ"
+
+
+# kernel8 with fewer persistent blocks than tiles, so each block computes several tiles in
+# turn, its stages and barrier phases running on from one tile to the next: unequal tile counts
+# per block, a short last group of block rows, and K = 192 (3 K tiles, fewer than the 4 stages).
+@pytest.mark.parametrize("persistent, group, shape", [
+    (5, 3, (1024, 1024, 512)), (2, 2, (640, 512, 192)), (7, 0, (1280, 768, 4096))])
+def test_persistent_blocks_match_the_cuda_twin(persistent, group, shape, rng):
+    M, N, K = shape
+    A, B, C, alpha, beta = gemm_inputs(rng, M, N, K)
+    options = {"accumulate": "f32", "persistent_blocks": persistent, "group_m": group}
+    sim = tcsim.run("kernel8", A, B, C, alpha, beta, **options).view(np.uint16)
+    got = hw.run("kernel8", A, B, C, alpha, beta, **options).view(np.uint16)
+    differ = int((sim != got).sum())
+    log_hw({"kernel": "kernel8", "accumulate": "f32", "shape": [M, N, K], "differ": differ,
+            "persistent_blocks": persistent, "group_m": group, "elements": M * N,
+            "device": runtime.device_name()})
+    assert differ == 0, f"kernel8 {options} {M}x{N}x{K}: {differ} of {M * N} differ"
+
+
+# What Nsight Compute counts of the wgmma and TMA sites, with the traffic ncu sees that the trace
+# does not model yet (logged, not compared): shared-memory wavefronts of the wgmma operand reads.
+OBSERVED = ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_gmma.sum",
+            "smsp__inst_executed_pipe_tma.sum", "l1tex__m_xbar2l1tex_read_sectors_pipe_tma.sum")
+
+
+def test_trace_matches_nsight_compute(rng):
+    cases = [(name, shape, acc) for name in HOPPER_KERNELS
+             for shape in ((512, 1024, 1024), (1024, 512, 4096)) for acc in ("f16", "f32")]
+    launches = []
+    for name, (M, N, K), acc in cases:
+        A, B, C, alpha, beta = gemm_inputs(rng, M, N, K, edge=False)
+        launches.append(launch(name, A, B, C, alpha, beta, label=f"{name} {M}x{N}x{K} {acc}",
+                                  accumulate=acc))
+    counters = profile(launches, METRICS + HOPPER_METRICS + OBSERVED)
+    bad = []
+    for (name, (M, N, K), acc), measured in zip(cases, counters):
+        predicted = tcsim.trace(name, M, N, K, accumulate=acc).totals
+        log_hw({"test": "hopper_counters", "kernel": name, "shape": [M, N, K],
+                "accumulate": acc, "trace": predicted, "ncu": measured,
+                "device": runtime.device_name()})
+        for metric in measured:
+            if metric not in OBSERVED and predicted.get(metric, 0) != measured[metric]:
+                bad.append(f"{name} {M}x{N}x{K} {acc} {metric}: trace "
+                           f"{predicted.get(metric, 0):,}, ncu {measured[metric]:,.0f}")
+    assert not bad, f"{len(bad)} counters differ:\n" + "\n".join(bad)

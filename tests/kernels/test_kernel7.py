@@ -1,4 +1,5 @@
-"""kernel7 in the simulator: its bits, its trace, and the roles and mbarriers it runs on.
+"""kernel7 and kernel8 in the simulator: their bits, traces, tile scheduler, and the roles and
+mbarriers they run on.
 
 The bits are checked against `tests/wgmma_chain.py` (the same instructions written out without
 TMA, descriptors, stages or roles) on inputs with subnormals, overflow, cancellation, inf and
@@ -20,9 +21,11 @@ from tcsim.kernels.roles import (
     Waiting,
     interleave,
 )
+from tcsim.kernels.scheduler import block_tiles, tile_order
 from tcsim.memory import MatrixDescriptor
 
 kernel7 = kernel_named("kernel7")
+kernel8 = kernel_named("kernel8")
 
 
 @pytest.mark.parametrize("accumulate", ["f32", "f16"])
@@ -41,6 +44,48 @@ def test_run_equals_the_wgmma_chain(shape, accumulate, rng):
         + 2.0**-10 * np.abs(exact) + 2.0**-24
     finite = np.isfinite(exact) & (np.abs(exact) < 6e4) & (np.abs(a) @ np.abs(b) < 6e4)
     assert (np.abs(D[finite] - exact[finite]) <= bound[finite]).all()
+
+
+# (persistent blocks, group_m): blocks with 2 or 3 tiles each, unequal counts, a last group of
+# block rows shorter than the others; K = 192 is fewer K tiles than stages, so the ring of
+# stages wraps around inside a tile and the producer runs into the next tile early.
+@pytest.mark.parametrize("persistent, group", [(3, 2), (5, 0), (4, 3)])
+@pytest.mark.parametrize("K", [192, 640])
+def test_persistent_blocks_compute_every_tile(persistent, group, K, rng):
+    A, B, C, alpha, beta = gemm_inputs(rng, 640, 512, K)  # 5 x 2 tiles
+    D = tcsim.run(kernel8, A, B, C, alpha, beta, accumulate="f32",
+                  persistent_blocks=persistent, group_m=group)
+    assert np.array_equal(D.view(np.uint16), chained_wgmma(A, B, C, alpha, beta, "f32"))
+
+
+def test_tile_order_walks_groups_of_block_rows_down_m_first():
+    p = kernel8.params(group_m=2)
+    rows, cols = tile_order(p, 3 * 128, 3 * 256)  # 3 x 3 tiles: groups of rows {0, 1}, {2}
+    assert list(zip(rows.tolist(), cols.tolist())) == [
+        (0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 0), (2, 1), (2, 2)]
+    rows, cols = tile_order(kernel7.defaults, 2 * 128, 3 * 256)  # group_m 0: along N first
+    assert list(zip(rows.tolist(), cols.tolist())) == [
+        (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+
+
+@pytest.mark.parametrize("persistent", [1, 4, 7, 9, 100])
+def test_each_persistent_block_takes_every_blocks_th_tile(persistent):
+    p = kernel8.params(persistent_blocks=persistent, group_m=2)
+    M, N = 3 * 128, 3 * 256
+    order = list(zip(*(x.tolist() for x in tile_order(p, M, N))))
+    blocks = min(persistent, 9)
+    got = [list(zip(r, c)) for rows, cols in block_tiles(p, M, N)
+           for r, c in zip(rows.tolist(), cols.tolist())]
+    assert got == [order[b::blocks] for b in range(blocks)]
+
+
+def test_a_role_may_not_wait_inside_a_tile():
+    m = tcsim.kernels.executor.Executor(
+        "kernel8", kernel8.defaults, *(np.zeros((128, 256), np.uint16),) * 2,
+        np.zeros((128, 256), np.uint16), np.zeros((128, 256), np.uint16), 1, 0)
+    barriers = m.mbarriers("full", 0, 1, 1)
+    with m.tile(0), pytest.raises(PhaseError, match="inside `with m.tile"):
+        m.wait(barriers, 0, 0)
 
 
 @pytest.mark.parametrize("block_n", [64, 128, 192])
@@ -72,10 +117,11 @@ def test_tma_boxes_land_where_the_descriptors_read():
             assert np.array_equal(read, b_tile[16 * kk:16 * kk + 16].T)
 
 
-def test_trace_counts_one_copy_per_box_and_one_wgmma_per_k_step():
+@pytest.mark.parametrize("kernel", [kernel7, kernel8])
+def test_trace_counts_one_copy_per_box_and_one_wgmma_per_k_step(kernel):
     M, N, K = 1024, 2048, 4096
-    p = kernel7.defaults
-    trace = tcsim.trace(kernel7, M, N, K)
+    p = kernel.defaults
+    trace = tcsim.trace(kernel, M, N, K)
     blocks, k_tiles = (M // 128) * (N // 256), K // 64
     assert trace.sites["A_tma"].executions == blocks * k_tiles
     assert trace.sites["B_tma"].executions == blocks * k_tiles * 4

@@ -1,0 +1,70 @@
+// The wgmma throughput ceiling (sm_90a): wgmma.mma_async m64n256k16 from one shared tile, no
+// copies, no barriers. Each block is WARPGROUPS warpgroups, each issuing kernel7's pattern
+// (4 wgmma into one accumulator per group, commit, wait until one group is pending) with
+// shared memory that never changes. Launch 132 blocks of 256 threads with 40 KiB of dynamic
+// shared memory (benchmarks/bench_gpu.py). The result is stored only when it equals an
+// impossible value, so the compiler must keep every wgmma.
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
+#include "wgmma_issue.cuh"
+
+extern __shared__ __align__(1024) unsigned char peak_shared[];
+
+// The descriptors of kernel7's stage layout: A 64 x 64 K-major, B 64 x 256 MN-major (four
+// boxes of 64 columns), both 128-byte swizzled; K step kk moves 32 bytes along A's rows and
+// 16 rows down B.
+__device__ __forceinline__ uint64_t peak_descriptor(uint32_t address, uint32_t leading) {
+  return (uint64_t)((address & 0x3FFFF) >> 4) | (uint64_t)((leading & 0x3FFFF) >> 4) << 16 |
+         (uint64_t)(1024 >> 4) << 32 | 1ull << 62;
+}
+
+template <typename Acc, int REGS>
+__device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations) {
+  uint32_t base;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }"
+      : "=r"(base) : "l"(peak_shared));
+  for (int i = threadIdx.x; i < 40 * 1024 / 4; i += blockDim.x)
+    reinterpret_cast<uint32_t*>(peak_shared)[i] = 0;
+  __syncthreads();
+  for (int i = 0; i < iterations; i++) {
+    asm volatile("wgmma.fence.sync.aligned;" : : : "memory");
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+      const uint64_t a = peak_descriptor(base + kk * 32, 16);
+      const uint64_t b = peak_descriptor(base + 8192 + kk * 2048, 8192);
+      if constexpr (REGS == 128) wgmma_m64n256k16_f32(acc, a, b, 1);
+      else wgmma_m64n256k16_f16(acc, a, b, 1);
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" : : : "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;" : : : "memory");
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;" : : : "memory");
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f32(uint32_t* out,
+                                                                     int iterations) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
+  float acc[128] = {};
+  peak_loop(acc, iterations);
+  float x = 0;
+  for (int r = 0; r < 128; r++) x += acc[r];
+  if (x == 12345.0f) out[0] = 1;
+#else
+  asm volatile("trap;");  // wgmma needs sm_90a
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f16(uint32_t* out,
+                                                                     int iterations) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
+  uint32_t acc[64] = {};
+  peak_loop(acc, iterations);
+  uint32_t x = 0;
+  for (int r = 0; r < 64; r++) x ^= acc[r];
+  if (x == 0x7f812345u) out[0] = x;
+#else
+  asm volatile("trap;");  // wgmma needs sm_90a
+#endif
+}
