@@ -29,6 +29,7 @@ from .kernels.machine import CP_ASYNC, LD_SHARED, ST_SHARED, Machine
 from .kernels.params import GemmParams
 from .kernels.roles import run_in_turn
 from .memory.access import access, parse_instruction
+from .memory.descriptors import MatrixDescriptor, SwizzleMode
 from .memory.local import local_requests, local_sectors
 
 SECTOR = 32  # bytes: the unit of global-memory traffic
@@ -64,12 +65,15 @@ LOCAL_LD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum"
 LOCAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"
 LOCAL_ST_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum"
 LOCAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"
-# Hopper's sites (kernel7, kernel8): wgmma as warp instructions on the tensor pipe, TMA loads
-# as instructions and as the bytes they bring from L2.
+# Hopper's sites (kernel7, kernel8): wgmma as warp instructions on the tensor pipe and as the
+# shared-memory wavefronts of its operand reads, TMA loads as instructions and as the bytes
+# they bring from L2.
 GMMA = "smsp__inst_executed_pipe_tensor_op_gmma.sum"
 TMA_LD_INST = "smsp__inst_executed_op_tma_ld.sum"
 TMA_LD_BYTES = "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"
-HOPPER_METRICS = (GMMA, TMA_LD_INST, TMA_LD_BYTES)
+GMMA_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum"
+GMMA_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_gmma.sum"
+HOPPER_METRICS = (GMMA, TMA_LD_INST, TMA_LD_BYTES, GMMA_WAVEFRONTS, GMMA_CONFLICTS)
 METRICS = (LDSM, SHARED_LD_WAVEFRONTS, SHARED_LD_CONFLICTS, SHARED_ST_INST, SHARED_ST_WAVEFRONTS,
            SHARED_ST_CONFLICTS, HMMA, GLOBAL_LD_REQUESTS, GLOBAL_LD_SECTORS, GLOBAL_ST_REQUESTS,
            GLOBAL_ST_SECTORS)
@@ -108,8 +112,9 @@ class Site:
     def metrics(self) -> dict[str, int]:
         """This site's contribution to the Nsight Compute totals."""
         inst = self.instruction
-        if self.space == "wgmma":
-            return {GMMA: self.executions}
+        if self.space == "wgmma":  # ncu's hmma-pipe count includes HGMMA (measured)
+            return {GMMA: self.executions, HMMA: self.executions,
+                    GMMA_WAVEFRONTS: self.wavefronts, GMMA_CONFLICTS: self.conflicts}
         if self.space == "tma":
             return {TMA_LD_INST: self.executions, TMA_LD_BYTES: self.sectors * SECTOR}
         if self.space == "tensor":
@@ -459,6 +464,14 @@ class Tracer(Counter, Machine):
     def _wgmma(self, site, spec, desc_a, desc_b, acc, trans_b):
         s = self._site(site, WGMMA + spec.qualifier)
         s.executions += 4 * desc_a.size * self.times  # each warp of the warpgroup issues it
+        modes = {MatrixDescriptor.decode(int(d)).swizzle for d in (*desc_a, *desc_b)}
+        if modes == {SwizzleMode.B128}:
+            # Measured (docs/kernels.md): 128-byte swizzled operands are read in wavefronts of
+            # 128 bytes, without conflicts; other layouts are not modeled.
+            operand_bytes = sum(rows * spec.k * spec.format(op).storage_bits // 8
+                                for op, rows in (("a", spec.m), ("b", spec.n)))
+            s.wavefronts += desc_a.size * operand_bytes // BANK_PERIOD * self.times
+            s.ideal = s.wavefronts
         return np.zeros((1,) + np.shape(acc)[1:], np.uint32)
 
     def _run_roles(self, roles):

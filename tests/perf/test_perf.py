@@ -100,3 +100,9 @@ def test_the_cli_explains(capsys):
     assert "predicted" in out and "limited by" in out and "occupancy" in out
     with pytest.raises(SystemExit):
         main(["explain", "kernel2", "1024", "1024", "1024", "--gpu", "nope"])
+
+
+def test_the_model_refuses_wgmma_kernels_rather_than_guess():
+    trace = tcsim.trace("kernel8", 1024, 1024, 1024)
+    with pytest.raises(NotImplementedError, match="kernel8.*does not cover"):
+        trace.explain()
