@@ -43,6 +43,9 @@ __device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations) {
 }
 #endif
 
+// Two kernels, each reducing its accumulators in their own type: reading the f32 accumulators
+// as bits (__float_as_uint) in a shared template made ptxas inject warpgroup.arrive (C7519)
+// and a wait after every wgmma (seen in the SASS with nvcc 13), which serializes them.
 extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f32(uint32_t* out,
                                                                      int iterations) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
