@@ -36,19 +36,8 @@ ROTATE = 3
 
 
 def median_seconds(fn, runs: int, warmup: int = 3) -> float:
-    import cupy
-
-    for i in range(warmup):
-        fn(i)
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for i in range(runs):
-        start.record()
-        fn(i)
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-    return statistics.median(times)
+    """Median seconds of ``fn`` (called with the run's index) over ``runs`` launches."""
+    return interleaved_medians({0: fn}, runs, warmup)[0]
 
 
 def interleaved_medians(fns: dict, runs: int, warmup: int = 3) -> dict:
