@@ -60,6 +60,8 @@ from .kernels.checks import (
     UninitializedReadError,
 )
 from .kernels.executor import run
+from .kernels.happens_before import DescriptorLayoutError, StageRaceError
+from .kernels.roles import DeadlockError, PhaseError, TransactionError
 from .precision import PrecisionTable, precision_study
 from .trace import Trace, trace
 
@@ -84,7 +86,9 @@ __all__ = [
     "tf32_puzzle",
     "run", "trace", "Trace", "SimulationError", "SharedRaceError",
     "AsyncCopyRaceError", "UninitializedReadError", "SharedAddressError", "GlobalMemoryError",
-    "DivergentWarpError", "WgmmaSpec", "parse_wgmma", "supported_wgmma_qualifiers", "wgmma",
+    "DivergentWarpError", "StageRaceError", "DescriptorLayoutError", "DeadlockError",
+    "TransactionError", "PhaseError", "WgmmaSpec", "parse_wgmma", "supported_wgmma_qualifiers",
+    "wgmma",
     "wgmma_fragment", "wgmma_regs", "WmmaSpec", "parse_wmma", "supported_wmma_qualifiers",
     "wmma", "wmma_fragment", "wmma_regs", "precision_study", "PrecisionTable",
 ]

@@ -35,6 +35,21 @@ typedef uint32_t acc_t;  // f16x2
 #define ACC_CONSTRAINT "+r"
 #endif
 
+// Planted bugs (tcsim.kernels.planted, docs/checks.md): each macro makes the change that
+// kernel7's schedule makes for its `plant`.
+#ifndef PLANT_SKIP_FIRST_WAITS  // consumers wait for a stage only from its second use on
+#define PLANT_SKIP_FIRST_WAITS 0
+#endif
+#ifndef PLANT_EARLY_RELEASE  // consumers release a stage before its wgmma retired
+#define PLANT_EARLY_RELEASE 0
+#endif
+#ifndef PLANT_SHORT_EXPECT_TX  // the full barrier expects one B box too few bytes
+#define PLANT_SHORT_EXPECT_TX 0
+#endif
+#ifndef PLANT_DESCRIPTOR_SWIZZLE  // descriptors say 64-byte swizzle, the tiles have 128
+#define PLANT_DESCRIPTOR_SWIZZLE 0
+#endif
+
 // A CUtensorMap (cuda.h): 128 opaque bytes, 64-byte aligned, built on the host by
 // cuTensorMapEncodeTiled (tcsim/hw/tma.py) and passed as a __grid_constant__ parameter.
 struct __align__(64) TensorMap {
@@ -89,11 +104,13 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, 
 // ---- wgmma -----------------------------------------------------------------------------------
 
 // The 64-bit matrix descriptor (PTX "Matrix Descriptor Format"; tcsim.memory.MatrixDescriptor):
-// 128-byte swizzle, base offset 0 (every stage starts on a 1024-byte boundary).
+// 128-byte swizzle (mode 1; 2 is 64-byte), base offset 0 (every stage starts on a 1024-byte
+// boundary).
 __device__ __forceinline__ uint64_t descriptor(uint32_t address, uint32_t leading,
                                                uint32_t stride) {
+  const uint64_t swizzle = PLANT_DESCRIPTOR_SWIZZLE ? 2 : 1;
   return (uint64_t)((address & 0x3FFFF) >> 4) | (uint64_t)((leading & 0x3FFFF) >> 4) << 16 |
-         (uint64_t)((stride & 0x3FFFF) >> 4) << 32 | 1ull << 62;
+         (uint64_t)((stride & 0x3FFFF) >> 4) << 32 | swizzle << 62;
 }
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" : : : "memory");
@@ -252,7 +269,8 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
           const int s = it % STAGES;
           if (it >= STAGES) mbarrier_wait(empty + 8 * s, (it / STAGES - 1) & 1);
           const uint32_t a = base + s * STAGE_BYTES, b = a + A_STAGE_BYTES;
-          mbarrier_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
+          mbarrier_arrive_expect_tx(full + 8 * s,
+                                    STAGE_BYTES - PLANT_SHORT_EXPECT_TX * B_BOX_BYTES);
           tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
 #pragma unroll
           for (int box = 0; box < B_BOXES; box++)
@@ -275,7 +293,8 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     for (int i = 0; i < ACC_REGS; i++) acc[i] = 0;
     for (int k = 0; k < k_tiles; k++, it++) {
       const int s = it % STAGES;
-      mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
+      if (!PLANT_SKIP_FIRST_WAITS || it >= STAGES)
+        mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
       const uint32_t a = base + s * STAGE_BYTES + consumer * CONSUMER_M * 128,
                      b = base + s * STAGE_BYTES + A_STAGE_BYTES;
       fence_registers(acc);
@@ -287,11 +306,16 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
       wgmma_commit();
       wgmma_wait<1>();  // the wgmma of stage it - 1 are done reading it
       fence_registers(acc);
+#if PLANT_EARLY_RELEASE
+      if (lane == 0) mbarrier_arrive(empty + 8 * s);  // (the bug) its wgmma may still read it
+#else
       if (k > 0 && lane == 0) mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+#endif
     }
     wgmma_wait<0>();
     fence_registers(acc);
-    if (lane == 0) mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
+    if (!PLANT_EARLY_RELEASE && lane == 0)
+      mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
     epilogue_tile(acc, at, C, D, alpha, beta, N);
   }
 }

@@ -3,9 +3,14 @@
 Each run is a child process under ``compute-sanitizer --tool TOOL`` that launches the twin once
 on random inputs with CuPy's memory pool off (every array its own cudaMalloc, so memcheck sees
 an access past an array's end). The verdict counts the errors the tool reports and keeps the
-first one.
+first one. A child that outlives ``timeout`` (a kernel that hangs) is killed with its whole
+process group, and its verdict says so.
 
-    python -m tcsim.hw.sanitize KERNEL M N K      # the child side
+`planted_effect(kernel)` runs a planted bug's twin once, without a sanitizer, in a child of
+its own (a bug may fault the GPU context), and gives the fraction of D's elements that differ
+from the correct kernel's `tcsim.run`.
+
+    python -m tcsim.hw.sanitize KERNEL M N K [--effect]      # the child side
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -50,9 +56,37 @@ def sanitize(kernel: str, tool: str, shape: tuple[int, int, int] = (256, 256, 25
         raise ValueError(f"tool must be one of {TOOLS}, got {tool!r}")
     cmd = [find_sanitizer(), "--tool", tool, "--print-limit", "5",
            sys.executable, "-m", "tcsim.hw.sanitize", kernel, *map(str, shape)]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    text = run.stdout + run.stderr
-    return Verdict(tool, _errors(text), _first_error(text), run.returncode)
+    code, text = _child_run(cmd, timeout)
+    if code is None:
+        return Verdict(tool, 0, f"timed out after {timeout:g} s (the kernel hangs)", -1)
+    return Verdict(tool, _errors(text), _first_error(text), code)
+
+
+def planted_effect(kernel: str, shape: tuple[int, int, int] = (256, 256, 256),
+                   timeout: float = 120) -> str:
+    """'wrong F' (F: the fraction of D's elements whose bits differ from the correct kernel's
+    on the same inputs), or what stopped the twin ('timed out', the CUDA error)."""
+    code, text = _child_run([sys.executable, "-m", "tcsim.hw.sanitize", kernel,
+                             *map(str, shape), "--effect"], timeout)
+    if code is None:
+        return f"timed out after {timeout:g} s"
+    found = re.search(r"^wrong [0-9.e-]+$", text, re.M)
+    return found.group(0) if found and code == 0 else \
+        (text.strip().splitlines() or [f"exit {code}"])[-1]
+
+
+def _child_run(cmd: list[str], timeout: float) -> tuple[int | None, str]:
+    """(exit code, stdout + stderr) of ``cmd``; (None, output so far) if it ran past
+    ``timeout``, after killing its process group (the sanitizer's child too)."""
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    try:
+        out, _ = child.communicate(timeout=timeout)
+        return child.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        out, _ = child.communicate()
+        return None, out
 
 
 def _errors(text: str) -> int:
@@ -70,11 +104,12 @@ def _first_error(text: str) -> str:
     return ""
 
 
-def _child(name: str, M: int, N: int, K: int) -> None:
+def _child(name: str, M: int, N: int, K: int, effect: bool = False) -> None:
     import cupy
     import numpy as np
 
     from ..kernels import kernel_named
+    from ..kernels.executor import run as simulate
     from .gemm import run
 
     cupy.cuda.set_allocator(None)  # no pool: each array is its own allocation
@@ -82,9 +117,13 @@ def _child(name: str, M: int, N: int, K: int) -> None:
     A = rng.uniform(-1, 1, (M, K)).astype(np.float16)
     B = rng.uniform(-1, 1, (K, N)).astype(np.float16)
     C = rng.uniform(-1, 1, (M, N)).astype(np.float16)
-    run(kernel_named(name), A, B, C, 1.0, 0.5)
+    kernel = kernel_named(name)
+    D = run(kernel, A, B, C, 1.0, 0.5)
     cupy.cuda.runtime.deviceSynchronize()
+    if effect:
+        reference = simulate(kernel.entry, A, B, C, 1.0, 0.5)
+        print(f"wrong {(D.view(np.uint16) != reference.view(np.uint16)).mean():.6g}")
 
 
 if __name__ == "__main__":
-    _child(sys.argv[1], *(int(x) for x in sys.argv[2:5]))
+    _child(sys.argv[1], *(int(x) for x in sys.argv[2:5]), effect="--effect" in sys.argv[5:])

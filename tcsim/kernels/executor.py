@@ -19,6 +19,7 @@ from ..isa.wgmma import wgmma_regs
 from ..isa.wmma import wmma_fragment, wmma_regs
 from ..memory.access import parse_instruction
 from ..memory.descriptors import MatrixDescriptor
+from .happens_before import PhaseChecker
 from .kernel import Kernel
 from .machine import Machine
 from .params import GemmParams, ProblemSizeError
@@ -43,6 +44,9 @@ class Executor(Machine):
         super().begin_blocks(rows, cols)
         self.shared = np.zeros((self.block_rows.size, self.params.shared_bytes // 4), np.uint32)
         self.local = None  # each thread's local memory, made by the first local access
+        # Roles order their accesses through mbarrier phases: happens-before, not intervals.
+        self.phases = None if self.report.mode == "off" else PhaseChecker(
+            self.report, self.params.shared_bytes, lambda: self.describe(0, None, None))
 
     def _local_words(self) -> np.ndarray:
         if self.local is None:
@@ -132,38 +136,61 @@ class Executor(Machine):
         return f"{self.kernel} {what}"
 
     def _arrive(self, barriers, index, count, expect_tx):
+        if self.phases:
+            self.phases.release(barriers, index)
         for _ in range(count):
-            barriers.arrive(index, expect_tx, self._who(f"arrive on {barriers.label(index)}"))
+            if barriers.arrive(index, expect_tx,
+                               self._who(f"arrive on {barriers.label(index)}")) and self.phases:
+                self.phases.complete(barriers, index)
             expect_tx = 0
 
     def _wait(self, barriers, index, parity):
         if not barriers.completed(index, parity):
             yield Waiting(barriers, index, parity)
+        if self.phases:
+            self.phases.acquire(barriers, index)
 
     def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
         e = tensor_map.element_bytes
         elements, inside = tensor_map.box_elements(rows, cols)  # (blocks, box rows, box cols)
         values = np.where(inside, self.memory[operand][elements], 0)
         view = self.shared.view(np.dtype(f"u{e}"))
-        view[:, tensor_map.box_offsets(destination) // e] = values
-        barriers.pay(index, tensor_map.box_bytes, self._who(f"site {site!r}"))
+        offsets = tensor_map.box_offsets(destination)
+        if self.phases:
+            self.phases.tma_write(site, operand, offsets, int(rows[0]), int(cols[0]), e,
+                                  barriers, index)
+        view[:, offsets // e] = values
+        if barriers.pay(index, tensor_map.box_bytes, self._who(f"site {site!r}")) \
+                and self.phases:
+            self.phases.complete(barriers, index)
 
     def _wgmma(self, site, spec, desc_a, desc_b, acc, trans_b):
-        a = self._descriptor_tile(spec, "a", desc_a, "K", spec.m)  # (blocks, groups, 64, K)
-        b = self._descriptor_tile(spec, "b", desc_b, "MN" if trans_b else "K", spec.n)
+        a = self._descriptor_tile(site, spec, "a", desc_a, "K", spec.m)  # (blocks, groups, 64, K)
+        b = self._descriptor_tile(site, spec, "b", desc_b, "MN" if trans_b else "K", spec.n)
         A, B = (spec.format(op).from_bits(x) for op, x in (("a", a), ("b", b.swapaxes(-1, -2))))
         return wgmma_regs(spec.qualifier, A, B, acc)
 
-    def _descriptor_tile(self, spec, operand, descriptors, major, rows):
+    def _descriptor_tile(self, site, spec, operand, descriptors, major, rows):
         """The (blocks, warpgroups, rows, K) elements each warpgroup's descriptor reads."""
         e = spec.format(operand).storage_bits // 8
         view = self.shared.view(np.dtype(f"u{e}"))
         addresses = np.stack([_descriptor_addresses(int(d), e, major, rows)
                               for d in descriptors])
+        if self.phases:
+            for d, at in zip(descriptors, addresses):
+                self.phases.wgmma_read(site, operand, int(d), at, e, major)
         return view[self._block_index(addresses.ndim), addresses // e]
 
+    def _wgmma_commit(self):
+        if self.phases:
+            self.phases.commit()
+
+    def _wgmma_wait(self, pending):
+        if self.phases:
+            self.phases.retire(pending)
+
     def _run_roles(self, roles):
-        interleave(roles, self.kernel)
+        interleave(roles, self.kernel, self.phases.switch if self.phases else lambda name: None)
 
 
 @cache

@@ -102,11 +102,18 @@ class HopperInstructions:
 
     def wgmma_commit(self) -> None:
         """``wgmma.commit_group``: the wgmma issued since the last commit form a group."""
+        self._wgmma_commit()
 
     def wgmma_wait(self, pending: int) -> None:
         """``wgmma.wait_group``: at most ``pending`` groups still run. The executor computes a
         wgmma when it is issued, which gives the same bits for a schedule that reads its
-        accumulators and releases its stages only after the wait."""
+        accumulators and releases its stages only after the wait; its checks report a stage
+        released before its group retired (docs/checks.md)."""
+        if isinstance(pending, bool) or not isinstance(pending, (int, np.integer)) \
+                or pending < 0:
+            raise ValueError(f"{self.kernel}: wgmma.wait_group takes a count of pending groups "
+                             f"(an integer >= 0), got {pending!r}")
+        self._wgmma_wait(int(pending))
 
     def run_roles(self, *roles: tuple[str, Role]) -> None:
         """Run the block's roles, (name, generator) pairs, to their ends (`tcsim.kernels.roles`
@@ -134,6 +141,10 @@ class HopperInstructions:
 
     def _wgmma(self, site, spec, desc_a, desc_b, acc, trans_b) -> np.ndarray:
         raise NotImplementedError
+
+    def _wgmma_commit(self) -> None: ...
+
+    def _wgmma_wait(self, pending: int) -> None: ...
 
     def _run_roles(self, roles) -> None:
         raise NotImplementedError

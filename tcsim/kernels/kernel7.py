@@ -61,18 +61,21 @@ def tiles(p: GemmParams) -> tuple:
     return ()  # the stages are TMA boxes and descriptors, not the ladder's SharedTiles
 
 
-def descriptors(p: GemmParams, stage: int, kk: int) -> tuple[np.ndarray, int]:
+def descriptors(p: GemmParams, stage: int, kk: int,
+                swizzle: SwizzleMode = SWIZZLE) -> tuple[np.ndarray, int]:
     """The wgmma descriptors of K step ``kk`` of ``stage``: A's per consumer (its 64 rows of
     128 bytes, 32 bytes further along K per step; SBO: 8 rows), B's (MN-major: LBO the step
     between 64-column boxes, SBO between groups of 8 K rows; 16 rows further per step)."""
     a = stage * p.stage_bytes + np.arange(p.consumers) * p.warp_m * ROW_BYTES + kk * 32
     b = stage * p.stage_bytes + p.a_tile_bytes + kk * 16 * ROW_BYTES
-    a_desc = [MatrixDescriptor(int(x), 16, 8 * ROW_BYTES, 0, SWIZZLE).encode() for x in a]
-    b_desc = MatrixDescriptor(b, p.block_k * ROW_BYTES, 8 * ROW_BYTES, 0, SWIZZLE).encode()
+    a_desc = [MatrixDescriptor(int(x), 16, 8 * ROW_BYTES, 0, swizzle).encode() for x in a]
+    b_desc = MatrixDescriptor(b, p.block_k * ROW_BYTES, 8 * ROW_BYTES, 0, swizzle).encode()
     return np.array(a_desc, np.uint64), b_desc
 
 
-def program(m, p: GemmParams) -> None:
+def program(m, p: GemmParams, plant: str = "") -> None:
+    """The schedule; ``plant`` names one of the bugs of `tcsim.kernels.planted` (the twin's
+    ``PLANT_<name>`` macro makes the same change), "" for the correct kernel."""
     stages = p.stages * p.stage_bytes  # the barriers follow the stages
     full = m.mbarriers("full", stages, p.stages, arrivals=1)
     empty = m.mbarriers("empty", stages + BARRIER_BYTES * p.stages, p.stages,
@@ -80,6 +83,10 @@ def program(m, p: GemmParams) -> None:
     m.sync()
     qualifier = f"m64n{p.block_n}k16.{p.accumulate}.f16.f16"
     n = m.k_tile_count
+    box_bytes = p.block_k * ROW_BYTES
+    expect = p.stage_bytes - (box_bytes if plant == "short_expect_tx" else 0)
+    swizzle = SwizzleMode.B64 if plant == "descriptor_swizzle" else SWIZZLE
+    early_release = plant == "early_release"
     # Iteration `it` = t * n + k of a block's life uses stage it % stages in phase
     # it // stages: the pipeline runs on from one tile to the next (kernel8).
 
@@ -91,11 +98,11 @@ def program(m, p: GemmParams) -> None:
                 if it >= p.stages:  # every stage starts empty
                     yield from m.wait(empty, s, (it // p.stages - 1) & 1)
                 a = s * p.stage_bytes
-                m.arrive(full, s, expect_tx=p.stage_bytes)
+                m.arrive(full, s, expect_tx=expect)
                 with m.tile(t):
                     m.tma_load("A_tma", "A", a, 0, 0, k, full, s)
                     for box in range(p.block_n // B_BOX):
-                        m.tma_load("B_tma", "B", a + p.a_tile_bytes + box * p.block_k * ROW_BYTES,
+                        m.tma_load("B_tma", "B", a + p.a_tile_bytes + box * box_bytes,
                                    0, box * B_BOX, k, full, s)
 
     def consumers():
@@ -105,16 +112,21 @@ def program(m, p: GemmParams) -> None:
             for k in m.k_tiles():
                 it = t * n + k
                 s = it % p.stages
-                yield from m.wait(full, s, (it // p.stages) & 1)
+                if plant != "skip_first_waits" or it >= p.stages:
+                    yield from m.wait(full, s, (it // p.stages) & 1)
                 m.wgmma_fence()
                 for kk in range(p.block_k // 16):
-                    acc = m.wgmma("wgmma", qualifier, *descriptors(p, s, kk), acc, trans_b=True)
+                    acc = m.wgmma("wgmma", qualifier, *descriptors(p, s, kk, swizzle), acc,
+                                  trans_b=True)
                 m.wgmma_commit()
                 m.wgmma_wait(1)  # the wgmma of iteration it - 1 no longer read its stage
-                if k > 0:  # lane 0 of each consumer warp
+                if early_release:  # (the bug) stage it, whose wgmma may still be reading
+                    m.arrive(empty, s, count=4 * p.consumers)
+                elif k > 0:  # lane 0 of each consumer warp
                     m.arrive(empty, (it - 1) % p.stages, count=4 * p.consumers)
             m.wgmma_wait(0)
-            m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)  # the last stage
+            if not early_release:  # the last stage
+                m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)
             with m.tile(t):
                 epilogue_tile(m, p, acc)
 

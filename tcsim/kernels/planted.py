@@ -8,6 +8,7 @@ change. They exist to show what the simulator's checks and compute-sanitizer eac
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from .blocks import (
     SharedTile,
@@ -27,6 +28,7 @@ from .blocks import (
 from .kernel import Kernel
 from .kernel2 import kernel2
 from .kernel6 import kernel6
+from .kernel7 import kernel7
 
 
 def _missing_barrier(m, p, A_smem: SharedTile, B_smem: SharedTile) -> None:
@@ -145,6 +147,17 @@ PLANTED = {k.name: k for k in (
              "kernel2 leaving the last vector of each thread's B copy unwritten"),
     _planted(kernel6, "early_wait", _early_wait,
              "kernel6 waiting for one cp.async group too few"),
+    # kernel7's plants are switches of its own schedule, as PLANT_ macros are of its twin.
+    _planted(kernel7, "skip_first_waits", partial(kernel7.program, plant="skip_first_waits"),
+             "kernel7 whose consumers wait for a stage only from its second use on (the "
+             "producer's guard copied): the first round reads stages before they are full"),
+    _planted(kernel7, "early_release", partial(kernel7.program, plant="early_release"),
+             "kernel7 whose consumers release each stage before its wgmma retired"),
+    _planted(kernel7, "short_expect_tx", partial(kernel7.program, plant="short_expect_tx"),
+             "kernel7 announcing one B box too few bytes on each stage's full barrier"),
+    _planted(kernel7, "descriptor_swizzle", partial(kernel7.program,
+                                                    plant="descriptor_swizzle"),
+             "kernel7 whose wgmma descriptors say 64-byte swizzle for 128-byte swizzled tiles"),
 )}
 
 __all__ = ["PLANTED"]

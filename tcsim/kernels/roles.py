@@ -82,10 +82,14 @@ class Barriers:
         """A copy's ``nbytes`` land; True if the phase completed."""
         self.transactions[index] -= nbytes
         if self.transactions[index] < 0:
+            # No arrival yet in this phase: the copy belonged to the last one, which completed
+            # (its expected bytes paid) before this copy landed.
+            late = self.pending[index] == self.arrivals and self.phase[index] > 0
             raise TransactionError(
                 f"{who}: the copy's {nbytes} bytes take {self.label(index)}'s transaction "
-                f"count to {self.transactions[index]}: its arrive.expect_tx announced "
-                f"{-self.transactions[index]} bytes too few for phase {self.phase[index]}")
+                f"count to {self.transactions[index]}: the arrive.expect_tx of phase "
+                f"{self.phase[index] - late} announced {-self.transactions[index]} bytes too few"
+                + (", so that phase completed before this copy landed" if late else ""))
         return self._complete(index)
 
     def _complete(self, index: int) -> bool:
@@ -119,9 +123,11 @@ class Waiting:
     parity: int
 
 
-def interleave(roles: Iterable[tuple[str, Role]], kernel: str) -> None:
+def interleave(roles: Iterable[tuple[str, Role]], kernel: str,
+               resume: Callable[[str], None] = lambda name: None) -> None:
     """Run ``roles`` as coroutines until all end: each goes on until it waits on a phase that
-    has not completed (it yields a `Waiting`); a waiting role resumes once its phase has."""
+    has not completed (it yields a `Waiting`); a waiting role resumes once its phase has.
+    ``resume(name)`` is called before a role runs again."""
     live = {name: (role, None) for name, role in roles}
     while live:
         progressed = False
@@ -129,6 +135,7 @@ def interleave(roles: Iterable[tuple[str, Role]], kernel: str) -> None:
             role, waiting = live[name]
             while waiting is None or waiting.barriers.completed(waiting.index, waiting.parity):
                 progressed = True
+                resume(name)
                 try:
                     waiting = next(role)
                 except StopIteration:

@@ -39,17 +39,65 @@ EXPECTED = {
                                    r"nothing wrote"),
     "kernel6-early-wait": (tcsim.AsyncCopyRaceError,
                            r"site 'A_smem_ldmatrix' while a cp\.async into them is in flight"),
+    "kernel7-skip-first-waits": (
+        tcsim.StageRaceError,
+        r"block \(0, 0\): role 'consumers' reads shared bytes 0x0\.\.0xf at site 'wgmma' "
+        r"while the TMA copy at site 'A_tma' may still be writing them: the copy completes on "
+        r"full\[0\] phase 0, which role 'consumers' did not wait for"),
+    "kernel7-early-release": (
+        tcsim.StageRaceError,
+        r"role 'producer' overwrites shared bytes 0x0\.\.0xf at site 'A_tma' while consumers' "
+        r"wgmma at site 'wgmma' \(group 1\) may still be reading them: role 'consumers' did "
+        r"not retire that group \(wgmma.wait_group\)"),
+    "kernel7-short-expect-tx": (
+        tcsim.TransactionError,
+        r"site 'B_tma': the copy's 8192 bytes take full\[0\]'s transaction count to -8192: "
+        r"the arrive\.expect_tx of phase 0 announced 8192 bytes too few, so that phase "
+        r"completed before this copy landed"),
+    "kernel7-descriptor-swizzle": (
+        tcsim.DescriptorLayoutError,
+        r"the wgmma at site 'wgmma' reads operand a through MatrixDescriptor .*swizzle 64B as "
+        r"a K-major tile.*element \(1, 0\) should be A\[1, 0\], and it reads A\[0, 32\]"),
 }
+# kernel7's stages are first refilled at the fifth K tile: its plants run with 16.
+SHAPES = {name: (256, 256, 1024) for name in PLANTED if name.startswith("kernel7")}
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_each_planted_bug_is_caught_and_named(name, rng):
     error, message = EXPECTED[name]
     with pytest.raises(error, match=message) as caught:
-        tcsim.run(PLANTED[name], *_inputs(rng))
+        tcsim.run(PLANTED[name], *_inputs(rng, *SHAPES.get(name, SHAPE)))
     assert isinstance(caught.value, tcsim.SimulationError)
-    assert caught.value.where["site"] and "address" in caught.value.where
+    if not isinstance(caught.value, tcsim.TransactionError):  # a barrier's, not an address's
+        assert caught.value.where["site"] and "address" in caught.value.where
     assert str(caught.value).startswith(name)
+
+
+def test_the_stage_race_is_found_whichever_role_runs_first(rng, monkeypatch):
+    """Happens-before, not the interleaving the executor happens to run: with the consumers
+    run first, the bug is caught again (as a read of bytes nothing wrote yet, or as the
+    producer's later overwrite of a chunk the consumers read unordered)."""
+    from tcsim.kernels import hopper
+
+    original = hopper.HopperInstructions.run_roles
+    monkeypatch.setattr(hopper.HopperInstructions, "run_roles",
+                        lambda self, *roles: original(self, *roles[::-1]))
+    with pytest.raises((tcsim.StageRaceError, tcsim.UninitializedReadError)):
+        tcsim.run(PLANTED["kernel7-skip-first-waits"], *_inputs(rng, 256, 256, 1024))
+    with pytest.raises(tcsim.StageRaceError, match="did not retire"):
+        tcsim.run(PLANTED["kernel7-early-release"], *_inputs(rng, 256, 256, 1024))
+    tcsim.run("kernel7", *_inputs(rng, 256, 256, 1024))  # the correct kernel: no false alarm
+
+
+def test_a_wrong_descriptor_is_refused_even_with_the_checks_off(rng):
+    """With the checks off, the 64-byte-swizzle descriptor of K step 2 (64 bytes into its
+    512-byte pattern) is one the descriptor model refuses: no silently wrong bits."""
+    from tcsim.memory.descriptors import DescriptorError
+
+    with pytest.raises(DescriptorError, match=r"start address 0x40 lies 64 bytes into its "
+                                              r"512-byte 64B swizzle pattern"):
+        tcsim.run(PLANTED["kernel7-descriptor-swizzle"], *_inputs(rng), checks="off")
 
 
 def test_the_race_names_both_accesses(rng):

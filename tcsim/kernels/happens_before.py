@@ -1,0 +1,250 @@
+"""Races between the roles of a warp-specialized kernel, found by happens-before (`tcsim.run`).
+
+In the ladder every warp passes the same barriers, so a race is two accesses in one barrier
+interval (`tcsim.kernels.checks.SharedChecker`). Roles pass no common barrier once they start:
+they order their shared-memory accesses only through mbarrier phases, and two accesses race
+unless a chain of phases orders them. `PhaseChecker` decides that with *vector clocks*, one
+counter per agent, so it finds a race whichever interleaving the executor happened to run:
+
+- the agents are each role, each role's wgmma (its reads run on after the instruction issues,
+  until a ``wgmma.wait_group`` retires their group) and each mbarrier (TMA copies write in the
+  background and are seen once the barrier's phase completes);
+- an arrival *releases* its role's clock into the barrier's current phase, and so does a TMA
+  copy, whose bytes are stamped with (barrier, phase); a wait that succeeds *acquires* the
+  clock of the phase that completed;
+- each 16-byte chunk of shared memory keeps its last write (agent and stamp) and each agent's
+  latest read; an access is ordered after an earlier one once the accessing role's clock has
+  reached the earlier stamp. A write orders every read before it, so it clears them.
+
+A consumer reading a stage before its phase completes, and a producer refilling a stage whose
+wgmma group has not retired, are `StageRaceError`s the first time both accesses happen.
+
+It also checks that a wgmma descriptor reads what the copies wrote: every chunk a TMA copy
+writes is tagged with the matrix coordinates of its first element, and the elements one
+descriptor reads must be one tile of one matrix, each element where its (row, k) says. A
+descriptor whose swizzle, LBO or SBO does not match the tensor map reads scrambled elements
+(`DescriptorLayoutError`), which on the GPU is wrong bits and no fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..memory.descriptors import MatrixDescriptor
+from .checks import CHUNK, Report, SimulationError, UninitializedReadError, first_index
+from .roles import Barriers
+
+Clock = dict[str, int]  # agent -> stamp; a missing agent is 0
+
+
+class StageRaceError(SimulationError):
+    """Two roles touch the same shared bytes, at least one writing, and no chain of mbarrier
+    phases (or wgmma.wait_group) orders the two accesses."""
+
+
+class DescriptorLayoutError(SimulationError):
+    """A wgmma descriptor reads shared memory in a layout other than the one its bytes were
+    written in (its swizzle, LBO or SBO does not match the TMA tensor map's)."""
+
+
+def _join(a: Clock, b: Clock) -> Clock:
+    return {k: max(a.get(k, 0), b.get(k, 0)) for k in a.keys() | b.keys()}
+
+
+def _wgmma_agent(role: str) -> str:
+    return f"{role}' wgmma" if role.endswith("s") else f"{role}'s wgmma"
+
+
+class PhaseChecker:
+    """Happens-before between the roles of one group of blocks (they all run one schedule, so
+    one state serves them). ``who()`` names the blocks for a message."""
+
+    def __init__(self, report: Report, shared_bytes: int, who: Callable[[], str]) -> None:
+        chunks = shared_bytes // CHUNK
+        self.report, self.who = report, who
+        self.role = ""
+        self.clocks: dict[str, Clock] = {}
+        self.open: dict[tuple[str, int], Clock] = {}  # released into a phase still running
+        self.done: dict[tuple[str, int], Clock] = {}  # the last completed phase's clock
+        self.committed: dict[str, int] = {}  # wgmma groups committed, per role
+        self.agents: list[str] = []
+        self.sites: list[str] = []
+        self.write_agent = np.full(chunks, -1, np.int32)
+        self.write_stamp = np.zeros(chunks, np.int64)
+        self.write_site = np.full(chunks, -1, np.int32)
+        self.reads: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # agent -> (stamp, site)
+        # What a TMA copy put in each chunk: matrix, row and column of its first element.
+        self.matrices: list[str] = []
+        self.tag_matrix = np.full(chunks, -1, np.int32)
+        self.tag_row = np.zeros(chunks, np.int64)
+        self.tag_col = np.zeros(chunks, np.int64)
+
+    # ---- roles and phases ----------------------------------------------------------------------
+
+    def switch(self, role: str) -> None:
+        """``role`` runs from now on (its clock starts at 1 on its own counter)."""
+        self.role = role
+        self.clocks.setdefault(role, {role: 1})
+
+    @property
+    def clock(self) -> Clock:
+        return self.clocks[self.role]
+
+    def release(self, barriers: Barriers, index: int) -> None:
+        """The running role arrives on ``barriers[index]`` (or a copy it issued will)."""
+        key = (barriers.name, index)
+        self.open[key] = _join(self.open.get(key, {}), self.clock)
+        self.clock[self.role] += 1
+
+    def complete(self, barriers: Barriers, index: int) -> None:
+        """``barriers[index]``'s phase just completed: its clock is what waiters acquire."""
+        key = (barriers.name, index)
+        stamp = {barriers.label(index): int(barriers.phase[index])}
+        self.done[key] = _join(self.open.pop(key, {}), stamp)
+
+    def acquire(self, barriers: Barriers, index: int) -> None:
+        """The running role's wait on ``barriers[index]`` succeeded."""
+        self.clocks[self.role] = _join(self.clock, self.done.get((barriers.name, index), {}))
+
+    def commit(self) -> None:
+        """``wgmma.commit_group`` by the running role."""
+        self.committed[self.role] = self.committed.get(self.role, 0) + 1
+
+    def retire(self, pending: int) -> None:
+        """``wgmma.wait_group pending``: the role's older groups no longer read."""
+        agent = _wgmma_agent(self.role)
+        retired = max(self.committed.get(self.role, 0) - pending, 0)
+        self.clock[agent] = max(self.clock.get(agent, 0), retired)
+
+    # ---- accesses ------------------------------------------------------------------------------
+
+    def tma_write(self, site: str, operand: str, offsets: np.ndarray, row: int, col: int,
+                  element_bytes: int, barriers: Barriers, index: int) -> None:
+        """A TMA copy of the box whose element (i, j) is ``operand[row + i, col + j]`` lands
+        at byte ``offsets[i, j]``; it completes on ``barriers[index]``'s current phase."""
+        first = offsets % CHUNK == 0
+        chunks = offsets[first] // CHUNK
+        phase = int(barriers.phase[index])
+        self._write(site, chunks, barriers.label(index), phase + 1)
+        self.release(barriers, index)
+        i, j = np.nonzero(first)
+        if operand not in self.matrices:
+            self.matrices.append(operand)
+        self.tag_matrix[chunks] = self.matrices.index(operand)
+        self.tag_row[chunks], self.tag_col[chunks] = row + i, col + j
+
+    def wgmma_read(self, site: str, operand: str, descriptor: int, addresses: np.ndarray,
+                   element_bytes: int, major: str) -> None:
+        """A wgmma of the running role reads its ``operand`` ("a" or "b") at byte
+        ``addresses`` (rows, K) through ``descriptor``, until its group retires."""
+        chunks = np.unique(addresses // CHUNK)
+        self._read(site, chunks, _wgmma_agent(self.role), self.committed.get(self.role, 0) + 1)
+        self._check_layout(site, operand, descriptor, addresses, element_bytes, major)
+
+    def _agent(self, name: str) -> int:
+        if name not in self.agents:
+            self.agents.append(name)
+        return self.agents.index(name)
+
+    def _site(self, site: str) -> int:
+        if site not in self.sites:
+            self.sites.append(site)
+        return self.sites.index(site)
+
+    def _seen(self) -> np.ndarray:
+        """The running role's clock as an array over the agents."""
+        return np.array([self.clock.get(a, 0) for a in self.agents] or [0], np.int64)
+
+    def _read(self, site: str, chunks: np.ndarray, agent: str, stamp: int) -> None:
+        written = self.write_agent[chunks] >= 0
+        if not written.all():
+            c = int(chunks[first_index(~written)])
+            self.report(UninitializedReadError(
+                f"{self.report.kernel}: {self.who()}: role {self.role!r} reads shared bytes "
+                f"{c * CHUNK:#x}..{c * CHUNK + CHUNK - 1:#x} at site {site!r}, which nothing "
+                "wrote since the block started", site=site, role=self.role, address=c * CHUNK))
+            chunks = chunks[written]
+        self._check_write_seen(site, chunks, "reads")
+        a = self._agent(agent)
+        stamps, sites = self.reads.setdefault(
+            a, (np.zeros_like(self.write_stamp), np.full_like(self.write_site, -1)))
+        stamps[chunks] = stamp
+        sites[chunks] = self._site(site)
+
+    def _write(self, site: str, chunks: np.ndarray, agent: str, stamp: int) -> None:
+        self._check_write_seen(site, chunks[self.write_agent[chunks] >= 0], "overwrites")
+        seen = self.clock
+        for a, (stamps, sites) in self.reads.items():
+            unordered = stamps[chunks] > seen.get(self.agents[a], 0)
+            if unordered.any():
+                c = int(chunks[first_index(unordered)])
+                self._race(site, "overwrites", c, self.agents[a], int(stamps[c]),
+                           self.sites[sites[c]], "reading")
+            stamps[chunks] = 0
+        self.write_agent[chunks] = self._agent(agent)
+        self.write_stamp[chunks] = stamp
+        self.write_site[chunks] = self._site(site)
+
+    def _check_write_seen(self, site: str, chunks: np.ndarray, verb: str) -> None:
+        unordered = self.write_stamp[chunks] > self._seen()[self.write_agent[chunks]]
+        if unordered.any():
+            c = int(chunks[first_index(unordered)])
+            self._race(site, verb, c, self.agents[self.write_agent[c]], int(self.write_stamp[c]),
+                       self.sites[self.write_site[c]], "writing")
+
+    def _race(self, site: str, verb: str, chunk: int, agent: str, stamp: int, other_site: str,
+              other: str) -> None:
+        """Report an access at ``site`` that no phase orders after ``agent``'s ``other`` (read
+        or write) stamped ``stamp`` at ``other_site``."""
+        if "[" in agent:  # a barrier: a TMA copy completing on one of its phases
+            earlier = f"the TMA copy at site {other_site!r}"
+            missing = (f"the copy completes on {agent} phase {stamp - 1}, which role {self.role!r} "
+                       "did not wait for")
+        elif agent.endswith("wgmma"):
+            role = agent.rsplit("'", 1)[0]
+            earlier = f"{agent} at site {other_site!r} (group {stamp})"
+            missing = (f"role {role!r} did not retire that group (wgmma.wait_group) before the "
+                       f"arrival that lets role {self.role!r} in" if role != self.role else
+                       "that group has not retired (wgmma.wait_group)")
+        else:
+            earlier = f"{agent} at site {other_site!r}"
+            missing = f"no mbarrier phase orders it before role {self.role!r}"
+        self.report(StageRaceError(
+            f"{self.report.kernel}: {self.who()}: role {self.role!r} {verb} shared bytes "
+            f"{chunk * CHUNK:#x}..{chunk * CHUNK + CHUNK - 1:#x} at site {site!r} while "
+            f"{earlier} may still be {other} them: {missing}",
+            site=site, role=self.role, address=chunk * CHUNK, other_site=other_site))
+
+    # ---- descriptors ---------------------------------------------------------------------------
+
+    def _check_layout(self, site: str, operand: str, descriptor: int, addresses: np.ndarray,
+                      element_bytes: int, major: str) -> None:
+        """The elements read at ``addresses`` (rows, K) must be one tile of one matrix: element
+        (i, j) is matrix[r0 + i, c0 + j] (K-major) or matrix[r0 + j, c0 + i] (MN-major, the
+        matrix stored K by MN)."""
+        chunks = addresses // CHUNK
+        matrix = self.tag_matrix[chunks]
+        if (matrix < 0).any():  # bytes no TMA copy wrote: their layout is not known
+            return
+        row = self.tag_row[chunks]
+        col = self.tag_col[chunks] + addresses % CHUNK // element_bytes
+        i, j = np.indices(addresses.shape)
+        if major == "MN":
+            i, j = j, i
+        r0, c0 = row[0, 0], col[0, 0]
+        wrong = (matrix != matrix[0, 0]) | (row - i != r0) | (col - j != c0)
+        if not wrong.any():
+            return
+        x, y = first_index(wrong)
+        name, expected = self.matrices[matrix[0, 0]], (r0 + i[x, y], c0 + j[x, y])
+        found = f"{self.matrices[matrix[x, y]]}[{row[x, y]}, {col[x, y]}]"
+        self.report(DescriptorLayoutError(
+            f"{self.report.kernel}: {self.who()}: the wgmma at site {site!r} reads operand "
+            f"{operand} through {MatrixDescriptor.decode(int(descriptor))} as a {major}-major "
+            f"tile, but the bytes there were written in another layout: its element (0, 0) is "
+            f"{name}[{r0}, {c0}], so element ({x}, {y}) should be {name}[{expected[0]}, "
+            f"{expected[1]}], and it reads {found} (the swizzle, LBO or SBO does not match "
+            "the TMA tensor map's)", site=site, role=self.role,
+            address=int(addresses[x, y])))
