@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -33,6 +34,7 @@ class Verdict:
     errors: int
     first: str  # the first error line, or "" when none
     exit_code: int
+    seconds: float = 0.0
 
     @property
     def caught(self) -> bool:
@@ -56,10 +58,12 @@ def sanitize(kernel: str, tool: str, shape: tuple[int, int, int] = (256, 256, 25
         raise ValueError(f"tool must be one of {TOOLS}, got {tool!r}")
     cmd = [find_sanitizer(), "--tool", tool, "--print-limit", "5",
            sys.executable, "-m", "tcsim.hw.sanitize", kernel, *map(str, shape)]
+    start = time.perf_counter()
     code, text = _child_run(cmd, timeout)
+    seconds = round(time.perf_counter() - start, 1)
     if code is None:
-        return Verdict(tool, 0, f"timed out after {timeout:g} s (the kernel hangs)", -1)
-    return Verdict(tool, _errors(text), _first_error(text), code)
+        return Verdict(tool, 0, f"timed out after {timeout:g} s (the kernel hangs)", -1, seconds)
+    return Verdict(tool, _errors(text), _first_error(text), code, seconds)
 
 
 def planted_effect(kernel: str, shape: tuple[int, int, int] = (256, 256, 256),
@@ -98,8 +102,9 @@ def _errors(text: str) -> int:
 
 def _first_error(text: str) -> str:
     for line in text.splitlines():
-        if line.startswith("========") and ("Error" in line or "Invalid" in line
-                                           or "hazard" in line or "Uninitialized" in line):
+        lower = line.lower()
+        if line.startswith("========") and "summary" not in lower and any(
+                word in lower for word in ("error", "invalid", "hazard", "uninitialized")):
             return line.strip("= ").strip()
     return ""
 

@@ -10,6 +10,7 @@ their D differ from the correct kernel's: what each bug does on the GPU.
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -56,15 +57,18 @@ def effect_on_the_gpu(name: str) -> str | None:
 
 @pytest.mark.parametrize("name", list(PLANTED) + list(CORRECT))
 def test_simulator_catches_what_the_sanitizer_catches(name):
-    verdicts = {tool: sanitize(name, tool, shape_of(name), timeout=180) for tool in TOOLS}
+    with ThreadPoolExecutor(len(TOOLS) + 1) as pool:  # the tools' children run side by side
+        effect = pool.submit(effect_on_the_gpu, name)
+        verdicts = dict(zip(TOOLS, pool.map(
+            lambda tool: sanitize(name, tool, shape_of(name), timeout=500), TOOLS)))
     simulator = simulator_verdict(name)
     path = os.environ.get("TCSIM_HW_LOG")
     if path:
         with open(path, "a") as f:
             f.write(json.dumps({"test": "checks", "kernel": name, "shape": shape_of(name),
-                                "simulator": simulator, "on_gpu": effect_on_the_gpu(name),
+                                "simulator": simulator, "on_gpu": effect.result(),
                                 "sanitizer": {t: {"errors": v.errors, "first": v.first,
-                                                  "exit": v.exit_code}
+                                                  "exit": v.exit_code, "s": v.seconds}
                                               for t, v in verdicts.items()}}) + "\n")
     if name in CORRECT:
         assert not simulator, f"false alarm on the correct {name}: {simulator}"
