@@ -35,6 +35,7 @@ class Verdict:
     first: str  # the first error line, or "" when none
     exit_code: int
     seconds: float = 0.0
+    report: str = ""  # the tool's lines (those starting "========="), up to 4000 characters
 
     @property
     def caught(self) -> bool:
@@ -63,7 +64,8 @@ def sanitize(kernel: str, tool: str, shape: tuple[int, int, int] = (256, 256, 25
     seconds = round(time.perf_counter() - start, 1)
     if code is None:
         return Verdict(tool, 0, f"timed out after {timeout:g} s (the kernel hangs)", -1, seconds)
-    return Verdict(tool, _errors(text), _first_error(text), code, seconds)
+    report = "\n".join(line for line in text.splitlines() if line.startswith("=========="))
+    return Verdict(tool, _errors(text), _first_error(text), code, seconds, report[:4000])
 
 
 def planted_effect(kernel: str, shape: tuple[int, int, int] = (256, 256, 256),

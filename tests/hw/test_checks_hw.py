@@ -68,7 +68,8 @@ def test_simulator_catches_what_the_sanitizer_catches(name):
             f.write(json.dumps({"test": "checks", "kernel": name, "shape": shape_of(name),
                                 "simulator": simulator, "on_gpu": effect.result(),
                                 "sanitizer": {t: {"errors": v.errors, "first": v.first,
-                                                  "exit": v.exit_code, "s": v.seconds}
+                                                  "exit": v.exit_code, "s": v.seconds,
+                                                  "report": v.report}
                                               for t, v in verdicts.items()}}) + "\n")
     if name in CORRECT:
         assert not simulator, f"false alarm on the correct {name}: {simulator}"
