@@ -64,7 +64,7 @@ def sanitize(kernel: str, tool: str, shape: tuple[int, int, int] = (256, 256, 25
     seconds = round(time.perf_counter() - start, 1)
     if code is None:
         return Verdict(tool, 0, f"timed out after {timeout:g} s (the kernel hangs)", -1, seconds)
-    report = "\n".join(line for line in text.splitlines() if line.startswith("=========="))
+    report = "\n".join(line for line in text.splitlines() if line.startswith("========"))
     return Verdict(tool, _errors(text), _first_error(text), code, seconds, report[:4000])
 
 
