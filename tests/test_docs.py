@@ -201,3 +201,48 @@ def test_the_gpu_tables_are_the_logged_runs():
     for source, shown in tables:
         assert shown == (DOCS.parent / source).read_text().rstrip("\n")
     assert [shown.count("bit-exact") for _, shown in tables] == [60, 30]
+
+
+def _tool_cell(cell: str, verdict: dict) -> bool:
+    """A sanitizer cell of docs/checks.md against its logged verdict: a count of errors,
+    "hang" (killed at the time limit) or "fault" (no error of its own, the run failed)."""
+    if cell == "hang":
+        return verdict["first"].startswith("timed out")
+    if cell == "fault":
+        return verdict["errors"] == 0 and verdict["exit"] != 0
+    return int(re.match(r"\**(\d+)", cell).group(1)) == verdict["errors"]
+
+
+def _gpu_cell(cell: str, effect: str | None) -> bool:
+    if not cell:
+        return effect is None
+    if cell == "hang":
+        return effect.startswith("timed out")
+    if cell == "illegal address":
+        return "IllegalAddress" in effect
+    percent = float(re.match(r"([\d.]+)% of D wrong", cell).group(1))
+    return effect.startswith("wrong ") and round(100 * float(effect.split()[1]), 1) == percent
+
+
+def test_hopper_checks_table_is_the_logged_run():
+    import json
+
+    text = (DOCS / "checks.md").read_text()
+    source, table = re.search(r"<!-- hopper-checks (\S+) -->\n(.*?)<!-- /hopper-checks -->",
+                              text, re.S).groups()
+    log = {r["kernel"]: r for r in map(json.loads, (DOCS.parent / source).open())}
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in table.splitlines()[2:]]
+    checked = set()
+    for name_cell, *tools, gpu, simulator in rows:
+        names = re.findall(r"`([\w-]+)`", name_cell) or re.findall(r"kernel\d", name_cell)
+        for name in names:
+            entry = log[name]
+            verdicts = [entry["sanitizer"][t] for t in ("memcheck", "racecheck", "initcheck",
+                                                         "synccheck")]
+            assert all(_tool_cell(c, v) for c, v in zip(tools, verdicts)), name
+            assert _gpu_cell(gpu, entry["on_gpu"]), (name, gpu, entry["on_gpu"])
+            found = entry["simulator"].split(":")[0]
+            assert simulator.strip("*") == (found or "no error"), name
+            checked.add(name)
+    assert checked == set(log) and len(checked) == 6
