@@ -50,6 +50,18 @@ typedef uint32_t acc_t;  // f16x2
 #define PLANT_DESCRIPTOR_SWIZZLE 0
 #endif
 
+// Thread-block clusters (exploratory): CLUSTER_M blocks computing vertically adjacent tiles
+// share B's tile. Each block copies 1 / CLUSTER_M of B's boxes and multicasts them to every
+// block of the cluster; a stage is refilled only once the consumers of every block released it.
+#ifndef CLUSTER_M
+#define CLUSTER_M 1
+#endif
+#if CLUSTER_M > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER_M, 1, 1)
+#else
+#define CLUSTER_DIMS
+#endif
+
 // A CUtensorMap (cuda.h): 128 opaque bytes, 64-byte aligned, built on the host by
 // cuTensorMapEncodeTiled (tcsim/hw/tma.py) and passed as a __grid_constant__ parameter.
 struct __align__(64) TensorMap {
@@ -100,6 +112,34 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, 
       " [%0], [%1, {%2, %3}], [%4];"
       : : "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+
+#if CLUSTER_M > 1
+// The same copy, landing at `dst` in every block of `mask` and counting on each one's `bar`.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const TensorMap* map, int c0,
+                                                      int c1, uint32_t bar, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+      : : "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+// Every thread of every block of the cluster (bar.sync for a cluster).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" : : : "memory");
+}
+// An arrival on the barrier at the same shared address in block `rank` of the cluster.
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar, uint32_t rank) {
+  asm volatile(
+      "{ .reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}" : : "r"(bar), "r"(rank) : "memory");
+}
+#endif
 
 // ---- wgmma -----------------------------------------------------------------------------------
 
@@ -243,6 +283,27 @@ __device__ __forceinline__ void epilogue_tile(const acc_t (&acc)[ACC_REGS], cons
 // block per tile, kernel8 one block per SM (persistent), whose producer fills the stages of its
 // next tile while the consumers store the last one. The stage and its barrier phase run on
 // across tiles (`it` counts K tiles over the block's whole life).
+// The block tile of turn t: with clusters, turn t is a column of CLUSTER_M tiles, one per block.
+__device__ __forceinline__ void block_tile(int t, int tiles_m, int tiles_n, int& row, int& col) {
+#if CLUSTER_M > 1
+  tile_coordinates(t, tiles_m / CLUSTER_M, tiles_n, row, col);
+  row = row * CLUSTER_M + cluster_rank();
+#else
+  tile_coordinates(t, tiles_m, tiles_n, row, col);
+#endif
+}
+
+// A consumer warp is done with a stage: with clusters, in every block (each block's copies
+// land in all of them).
+__device__ __forceinline__ void release_stage(uint32_t bar) {
+#if CLUSTER_M > 1
+#pragma unroll
+  for (int rank = 0; rank < CLUSTER_M; rank++) mbarrier_arrive_cluster(bar, rank);
+#else
+  mbarrier_arrive(bar);
+#endif
+}
+
 __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorMap* tensor_a,
                                                       const TensorMap* tensor_b) {
   // Shared memory: STAGES x (A tile, B tile), each 1024-byte aligned, then the barriers.
@@ -253,18 +314,22 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarrier_init(full + 8 * s, 1);  // the producer's arrive.expect_tx; TMA does the rest
-      mbarrier_init(empty + 8 * s, CONSUMERS * 4);  // one arrival per consumer warp
+      mbarrier_init(empty + 8 * s, CONSUMERS * 4 * CLUSTER_M);  // per consumer warp (of each block)
     }
     fence_barrier_init();
   }
+#if CLUSTER_M > 1
+  cluster_sync();  // every block's barriers exist before another block arrives on them
+#else
   __syncthreads();
+#endif
   if (warpgroup == 0) {
     setmaxnreg_dec<PRODUCER_REGISTERS>();
     if (threadIdx.x == 0) {
       int it = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
         int row, col;
-        tile_coordinates(t, tiles_m, tiles_n, row, col);
+        block_tile(t, tiles_m, tiles_n, row, col);
         for (int k = 0; k < k_tiles; k++, it++) {
           const int s = it % STAGES;
           if (it >= STAGES) mbarrier_wait(empty + 8 * s, (it / STAGES - 1) & 1);
@@ -272,21 +337,32 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
           mbarrier_arrive_expect_tx(full + 8 * s,
                                     STAGE_BYTES - PLANT_SHORT_EXPECT_TX * B_BOX_BYTES);
           tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
+#if CLUSTER_M > 1
+          const int first = cluster_rank() * (B_BOXES / CLUSTER_M);
+#pragma unroll
+          for (int box = first; box < first + B_BOXES / CLUSTER_M; box++)
+            tma_load_2d_multicast(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64, k * BK,
+                                  full + 8 * s, (1 << CLUSTER_M) - 1);
+#else
 #pragma unroll
           for (int box = 0; box < B_BOXES; box++)
             tma_load_2d(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64, k * BK,
                         full + 8 * s);
+#endif
         }
       }
     }
+#if CLUSTER_M > 1
+    cluster_sync();  // no block leaves while another may still copy into it or arrive on it
+#endif
     return;
   }
   setmaxnreg_inc<CONSUMER_REGISTERS>();
   const int consumer = warpgroup - 1, lane = threadIdx.x % 32;
   int it = 0;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+  for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
     int row, col;
-    tile_coordinates(t, tiles_m, tiles_n, row, col);
+    block_tile(t, tiles_m, tiles_n, row, col);
     const EpilogueAt at(row, col, consumer);
     acc_t acc[ACC_REGS];
 #pragma unroll
@@ -309,15 +385,18 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
 #if PLANT_EARLY_RELEASE
       if (lane == 0) mbarrier_arrive(empty + 8 * s);  // (the bug) its wgmma may still read it
 #else
-      if (k > 0 && lane == 0) mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+      if (k > 0 && lane == 0) release_stage(empty + 8 * ((it - 1) % STAGES));
 #endif
     }
     wgmma_wait<0>();
     fence_registers(acc);
     if (!PLANT_EARLY_RELEASE && lane == 0)
-      mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
+      release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
     epilogue_tile(acc, at, C, D, alpha, beta, N);
   }
+#if CLUSTER_M > 1
+  cluster_sync();
+#endif
 }
 
 #endif  // TCSIM_HOPPER

@@ -45,7 +45,7 @@
 #endif
 #include "hopper.cuh"
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) kernel8(HOPPER_GEMM_PARAMS) {
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, MIN_BLOCKS) kernel8(HOPPER_GEMM_PARAMS) {
 #ifdef TCSIM_HOPPER
   gemm_warp_specialized(A, B, C, D, alpha, beta, M, N, K, &tensor_a, &tensor_b);
 #else

@@ -48,8 +48,8 @@ def _body(name: str, schedule: str) -> list[str]:
                 f"(GEMM_PARAMS) {{",
                 f"  {schedule}(A, B, C, D, alpha, beta, M, N, K);", "}"]
     return ['#include "hopper.cuh"', "",
-            f'extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) {name}'
-            f"(HOPPER_GEMM_PARAMS) {{",
+            f'extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, MIN_BLOCKS) '
+            f"{name}(HOPPER_GEMM_PARAMS) {{",
             "#ifdef TCSIM_HOPPER",
             f"  {schedule}(A, B, C, D, alpha, beta, M, N, K, &tensor_a, &tensor_b);",
             "#else",

@@ -1,0 +1,98 @@
+"""Exploration (issue 15): kernel8 on clusters of blocks that share B's tile by TMA multicast.
+
+    python scripts/explore_cluster.py [--runs 15] [--shapes 8192x8192x8192 ...] [--json FILE]
+
+The twin's CLUSTER_M define (tcsim/hw/hopper.cuh) groups CLUSTER_M persistent blocks computing
+vertically adjacent tiles into a cluster: each copies 1 / CLUSTER_M of B's boxes and multicasts
+them to all, so L2 serves B once per cluster. The simulator has no clusters yet; the variant's
+D must equal kernel8's bit for bit (the same wgmma on the same tiles), and kernel8's one
+random block tile is checked against `tcsim.run` as bench_gpu.py does. Timing as bench_gpu.py:
+cuBLAS, torch and the variants in turns, median of ``--runs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from bench_gpu import (  # noqa: E402
+    ROTATE,
+    SHAPES,
+    _check_block,
+    _cublas,
+    _kernel,
+    _torch_matmul,
+    interleaved_medians,
+)
+
+import tcsim  # noqa: E402
+from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
+
+VARIANTS = {  # label -> extra defines on kernel8's twin
+    "kernel8": {},
+    "cluster2": {"CLUSTER_M": 2},
+    "cluster2 group8": {"CLUSTER_M": 2, "GROUP_M": 8},
+    "cluster2 group32": {"CLUSTER_M": 2, "GROUP_M": 32},
+}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=15)
+    p.add_argument("--shapes", nargs="*", default=None)
+    p.add_argument("--accumulate", nargs="*", default=["f32"])
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    import cupy
+
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
+        else SHAPES
+    kernel = tcsim.kernels.kernel_named("kernel8")
+    rng = np.random.default_rng(0)
+    rows = []
+    for M, N, K in shapes:
+        sets = [[cupy.asarray(rng.uniform(-1, 1, s).astype(np.float16))
+                 for s in ((M, K), (K, N), (M, N))] for _ in range(ROTATE)]
+        D = cupy.empty((M, N), cupy.float16)
+        flops = 2 * M * N * K
+        contenders = {("cuBLAS", "f32"): partial(_cublas, sets, D)}
+        torch_matmul = _torch_matmul(sets)
+        if torch_matmul:
+            contenders["torch", "f32"] = torch_matmul
+        for acc in args.accumulate:
+            p_ = kernel.params(accumulate=acc)
+            for label, extra in VARIANTS.items():
+                launches = [device_launch(kernel, p_, *s, D) for s in sets]
+                launches = [dataclasses.replace(x, defines={**x.defines, **extra})
+                            for x in launches]
+                contenders[label, acc] = partial(_kernel, [launcher(x) for x in launches])
+        seconds = interleaved_medians(contenders, args.runs)
+        row = {"shape": [M, N, K]}
+        for (label, acc), t in seconds.items():
+            row[f"{label} {acc}"] = round(flops / t / 1e12, 1)
+        for acc in args.accumulate:  # bits: each variant against kernel8, kernel8 against tcsim
+            contenders["kernel8", acc](0)
+            reference = D.copy()
+            row[f"check {acc}"] = _check_block(kernel, kernel.params(accumulate=acc),
+                                               [cupy.asnumpy(x) for x in sets[0]],
+                                               cupy.asnumpy(D), rng)
+            for label in VARIANTS:
+                D.fill(0)
+                contenders[label, acc](0)
+                row[f"same as kernel8 {label} {acc}"] = bool(cupy.array_equal(
+                    D.view(cupy.uint16), reference.view(cupy.uint16)))
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
