@@ -35,11 +35,12 @@ from bench_gpu import (  # noqa: E402
 import tcsim  # noqa: E402
 from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
 
-VARIANTS = {  # label -> extra defines on kernel8's twin
-    "kernel8": {},
-    "cluster2": {"CLUSTER_M": 2},
-    "cluster2 group8": {"CLUSTER_M": 2, "GROUP_M": 8},
-    "cluster2 group32": {"CLUSTER_M": 2, "GROUP_M": 32},
+VARIANTS = {  # label -> (extra defines on kernel8's twin, persistent blocks or None: 132)
+    "kernel8": ({}, None),
+    "cluster2": ({"CLUSTER_M": 2}, None),  # groups of 16 clusters: 32 block rows
+    "cluster2 group8": ({"CLUSTER_M": 2, "GROUP_M": 8}, None),  # 16 block rows, as kernel8
+    "cluster2 group4": ({"CLUSTER_M": 2, "GROUP_M": 4}, None),
+    "cluster2 no multicast": ({"CLUSTER_M": 2, "CLUSTER_SHARE_B": 0}, None),
 }
 
 
@@ -68,8 +69,9 @@ def main() -> None:
             contenders["torch", "f32"] = torch_matmul
         for acc in args.accumulate:
             p_ = kernel.params(accumulate=acc)
-            for label, extra in VARIANTS.items():
-                launches = [device_launch(kernel, p_, *s, D) for s in sets]
+            for label, (extra, blocks) in VARIANTS.items():
+                q = p_ if blocks is None else dataclasses.replace(p_, persistent_blocks=blocks)
+                launches = [device_launch(kernel, q, *s, D) for s in sets]
                 launches = [dataclasses.replace(x, defines={**x.defines, **extra})
                             for x in launches]
                 contenders[label, acc] = partial(_kernel, [launcher(x) for x in launches])

@@ -56,6 +56,9 @@ typedef uint32_t acc_t;  // f16x2
 #ifndef CLUSTER_M
 #define CLUSTER_M 1
 #endif
+#ifndef CLUSTER_SHARE_B  // 0: clusters without multicast (each block copies all of B)
+#define CLUSTER_SHARE_B 1
+#endif
 #if CLUSTER_M > 1
 #define CLUSTER_DIMS __cluster_dims__(CLUSTER_M, 1, 1)
 #else
@@ -131,12 +134,14 @@ __device__ __forceinline__ uint32_t cluster_rank() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" : : : "memory");
 }
-// An arrival on the barrier at the same shared address in block `rank` of the cluster.
+// An arrival on the barrier at the same shared address in block `rank` of the cluster. Its
+// ordering is the default release at CTA scope: with .release.cluster the kernel ran at half
+// speed on the H100 (300 against 664 TFLOP/s at 8192^3; docs/kernels.md).
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar, uint32_t rank) {
   asm volatile(
       "{ .reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}" : : "r"(bar), "r"(rank) : "memory");
 }
 #endif
@@ -296,7 +301,7 @@ __device__ __forceinline__ void block_tile(int t, int tiles_m, int tiles_n, int&
 // A consumer warp is done with a stage: with clusters, in every block (each block's copies
 // land in all of them).
 __device__ __forceinline__ void release_stage(uint32_t bar) {
-#if CLUSTER_M > 1
+#if CLUSTER_M > 1 && CLUSTER_SHARE_B
 #pragma unroll
   for (int rank = 0; rank < CLUSTER_M; rank++) mbarrier_arrive_cluster(bar, rank);
 #else
@@ -314,7 +319,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarrier_init(full + 8 * s, 1);  // the producer's arrive.expect_tx; TMA does the rest
-      mbarrier_init(empty + 8 * s, CONSUMERS * 4 * CLUSTER_M);  // per consumer warp (of each block)
+      mbarrier_init(empty + 8 * s, CONSUMERS * 4 * (CLUSTER_SHARE_B ? CLUSTER_M : 1));
     }
     fence_barrier_init();
   }
@@ -337,7 +342,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
           mbarrier_arrive_expect_tx(full + 8 * s,
                                     STAGE_BYTES - PLANT_SHORT_EXPECT_TX * B_BOX_BYTES);
           tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
-#if CLUSTER_M > 1
+#if CLUSTER_M > 1 && CLUSTER_SHARE_B
           const int first = cluster_rank() * (B_BOXES / CLUSTER_M);
 #pragma unroll
           for (int box = first; box < first + B_BOXES / CLUSTER_M; box++)

@@ -8,6 +8,7 @@ works (and says why the GPU is unusable) on a machine without CuPy or a GPU.
 
 from __future__ import annotations
 
+import hashlib
 from functools import cache, lru_cache
 from importlib.resources import files
 
@@ -82,10 +83,23 @@ def _module(filename: str, defines: tuple[tuple[str, int], ...], target: str | N
     import cupy
 
     here = files("tcsim.hw")
-    source = (here / filename).read_text()
+    # CuPy's on-disk kernel cache keys on the source text and options, not on the headers it
+    # includes: without their digest in the text, an edited or upgraded header would run the
+    # binary compiled from the old one (it did, in an exploration on the H100).
+    source = f"// tcsim headers {_headers_digest()}\n" + (here / filename).read_text()
     arch = f"--gpu-architecture={target or 'sm_' + compute_capability()}"
     options = ("--std=c++17", arch, f"-I{here}", *(f"-D{k}={v}" for k, v in defines))
     return cupy.RawModule(code=source, options=options)
+
+
+@cache
+def _headers_digest() -> str:
+    """SHA-256 of every header in tcsim/hw (names and contents)."""
+    digest = hashlib.sha256()
+    for path in sorted(files("tcsim.hw").iterdir(), key=lambda p: p.name):
+        if path.name.endswith((".cuh", ".h")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def kernel_function(filename: str, name: str, defines: dict[str, int] | None = None,
