@@ -124,14 +124,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     rows = []
     for M, N, K in shapes:
-        sets = [[cupy.asarray(rng.uniform(-1, 1, s).astype(np.float16))
-                 for s in ((M, K), (K, N), (M, N))] for _ in range(ROTATE)]
-        D = cupy.empty((M, N), cupy.float16)
+        sets, D, contenders = references(M, N, K, rng)
         flops = 2 * M * N * K
-        contenders = {("cuBLAS", "f32"): partial(_cublas, sets, D)}
-        torch_matmul = _torch_matmul(sets)
-        if torch_matmul:  # torch.matmul: cuBLAS's fastest path here (a reference, not a dep)
-            contenders["torch", "f32"] = torch_matmul
         params = {}
         for name in args.kernels:
             kernel = tcsim.kernels.kernel_named(name)
@@ -163,6 +157,22 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": smi.strip(), "ceilings": ceilings, "rows": rows}, f, indent=1)
+
+
+def references(M: int, N: int, K: int, rng) -> tuple[list, object, dict]:
+    """ROTATE input sets (A, B, C) on the GPU, an output D, and the reference contenders:
+    cuBLAS (cupy.matmul), and torch.matmul when torch is there (cuBLAS's fastest path here; a
+    reference, never a dependency)."""
+    import cupy
+
+    sets = [[cupy.asarray(rng.uniform(-1, 1, s).astype(np.float16))
+             for s in ((M, K), (K, N), (M, N))] for _ in range(ROTATE)]
+    D = cupy.empty((M, N), cupy.float16)
+    contenders = {("cuBLAS", "f32"): partial(_cublas, sets, D)}
+    torch_matmul = _torch_matmul(sets)
+    if torch_matmul:
+        contenders["torch", "f32"] = torch_matmul
+    return sets, D, contenders
 
 
 def _peak(fn, grid, block, args, i: int) -> None:

@@ -22,15 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from bench_gpu import (  # noqa: E402
-    ROTATE,
-    SHAPES,
-    _check_block,
-    _cublas,
-    _kernel,
-    _torch_matmul,
-    interleaved_medians,
-)
+from bench_gpu import SHAPES, _check_block, _kernel, interleaved_medians, references  # noqa: E402
 
 import tcsim  # noqa: E402
 from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
@@ -59,14 +51,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     rows = []
     for M, N, K in shapes:
-        sets = [[cupy.asarray(rng.uniform(-1, 1, s).astype(np.float16))
-                 for s in ((M, K), (K, N), (M, N))] for _ in range(ROTATE)]
-        D = cupy.empty((M, N), cupy.float16)
+        sets, D, contenders = references(M, N, K, rng)
         flops = 2 * M * N * K
-        contenders = {("cuBLAS", "f32"): partial(_cublas, sets, D)}
-        torch_matmul = _torch_matmul(sets)
-        if torch_matmul:
-            contenders["torch", "f32"] = torch_matmul
         for acc in args.accumulate:
             p_ = kernel.params(accumulate=acc)
             for label, (extra, blocks) in VARIANTS.items():
