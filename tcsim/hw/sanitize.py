@@ -35,7 +35,7 @@ class Verdict:
     first: str  # the first error line, or "" when none
     exit_code: int
     seconds: float = 0.0
-    report: str = ""  # the tool's lines (those starting "========="), up to 4000 characters
+    report: str = ""  # the tool's own lines (prefixed "========"), up to 4000 characters
 
     @property
     def caught(self) -> bool:
@@ -106,7 +106,8 @@ def _first_error(text: str) -> str:
     for line in text.splitlines():
         lower = line.lower()
         if line.startswith("========") and "summary" not in lower and any(
-                word in lower for word in ("error", "invalid", "hazard", "uninitialized")):
+                word in lower for word in ("error", "invalid", "hazard", "uninitialized", "race",
+                                         "out-of-range", "misaligned")):
             return line.strip("= ").strip()
     return ""
 

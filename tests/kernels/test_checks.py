@@ -170,3 +170,12 @@ def test_a_write_over_an_in_flight_copy(rng):
     A, B, C = _inputs(rng, 64, 64, 32)
     with pytest.raises(tcsim.AsyncCopyRaceError, match="while an earlier cp.async"):
         tcsim.run(kernel, A, B, C)
+
+
+@pytest.mark.parametrize("pending", [-1, 1.5, True])
+def test_wgmma_wait_refuses_a_bad_count(pending):
+    from dataclasses import replace
+
+    kernel = replace(tcsim.kernel7, name="bad-wait", program=lambda m, p: m.wgmma_wait(pending))
+    with pytest.raises(ValueError, match="wgmma.wait_group takes a count of pending groups"):
+        tcsim.trace(kernel, 128, 256, 64)
