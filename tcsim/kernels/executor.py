@@ -157,8 +157,8 @@ class Executor(Machine):
         view = self.shared.view(np.dtype(f"u{e}"))
         offsets = tensor_map.box_offsets(destination)
         if self.phases:
-            self.phases.tma_write(site, operand, offsets, int(rows[0]), int(cols[0]), e,
-                                  barriers, index)
+            self.phases.tma_write(site, operand, offsets, int(rows[0]), int(cols[0]), barriers,
+                                  index)
         view[:, offsets // e] = values
         if barriers.pay(index, tensor_map.box_bytes, self._who(f"site {site!r}")) \
                 and self.phases:

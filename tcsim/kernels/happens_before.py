@@ -69,7 +69,9 @@ class PhaseChecker:
         self.open: dict[tuple[str, int], Clock] = {}  # released into a phase still running
         self.done: dict[tuple[str, int], Clock] = {}  # the last completed phase's clock
         self.committed: dict[str, int] = {}  # wgmma groups committed, per role
-        self.agents: list[str] = []
+        # (name, kind): kind "copy" for a barrier's TMA copies, else the role a wgmma agent
+        # reads for ("producer", "consumers").
+        self.agents: list[tuple[str, str]] = []
         self.sites: list[str] = []
         self.write_agent = np.full(chunks, -1, np.int32)
         self.write_stamp = np.zeros(chunks, np.int64)
@@ -121,13 +123,13 @@ class PhaseChecker:
     # ---- accesses ------------------------------------------------------------------------------
 
     def tma_write(self, site: str, operand: str, offsets: np.ndarray, row: int, col: int,
-                  element_bytes: int, barriers: Barriers, index: int) -> None:
+                  barriers: Barriers, index: int) -> None:
         """A TMA copy of the box whose element (i, j) is ``operand[row + i, col + j]`` lands
         at byte ``offsets[i, j]``; it completes on ``barriers[index]``'s current phase."""
         first = offsets % CHUNK == 0
         chunks = offsets[first] // CHUNK
         phase = int(barriers.phase[index])
-        self._write(site, chunks, barriers.label(index), phase + 1)
+        self._write(site, chunks, (barriers.label(index), "copy"), phase + 1)
         self.release(barriers, index)
         i, j = np.nonzero(first)
         if operand not in self.matrices:
@@ -140,13 +142,14 @@ class PhaseChecker:
         """A wgmma of the running role reads its ``operand`` ("a" or "b") at byte
         ``addresses`` (rows, K) through ``descriptor``, until its group retires."""
         chunks = np.unique(addresses // CHUNK)
-        self._read(site, chunks, _wgmma_agent(self.role), self.committed.get(self.role, 0) + 1)
+        self._read(site, chunks, (_wgmma_agent(self.role), self.role),
+                   self.committed.get(self.role, 0) + 1)
         self._check_layout(site, operand, descriptor, addresses, element_bytes, major)
 
-    def _agent(self, name: str) -> int:
-        if name not in self.agents:
-            self.agents.append(name)
-        return self.agents.index(name)
+    def _agent(self, agent: tuple[str, str]) -> int:
+        if agent not in self.agents:
+            self.agents.append(agent)
+        return self.agents.index(agent)
 
     def _site(self, site: str) -> int:
         if site not in self.sites:
@@ -155,9 +158,9 @@ class PhaseChecker:
 
     def _seen(self) -> np.ndarray:
         """The running role's clock as an array over the agents."""
-        return np.array([self.clock.get(a, 0) for a in self.agents] or [0], np.int64)
+        return np.array([self.clock.get(name, 0) for name, _ in self.agents] or [0], np.int64)
 
-    def _read(self, site: str, chunks: np.ndarray, agent: str, stamp: int) -> None:
+    def _read(self, site: str, chunks: np.ndarray, agent: tuple[str, str], stamp: int) -> None:
         written = self.write_agent[chunks] >= 0
         if not written.all():
             c = int(chunks[first_index(~written)])
@@ -173,11 +176,11 @@ class PhaseChecker:
         stamps[chunks] = stamp
         sites[chunks] = self._site(site)
 
-    def _write(self, site: str, chunks: np.ndarray, agent: str, stamp: int) -> None:
+    def _write(self, site: str, chunks: np.ndarray, agent: tuple[str, str], stamp: int) -> None:
         self._check_write_seen(site, chunks[self.write_agent[chunks] >= 0], "overwrites")
         seen = self.clock
         for a, (stamps, sites) in self.reads.items():
-            unordered = stamps[chunks] > seen.get(self.agents[a], 0)
+            unordered = stamps[chunks] > seen.get(self.agents[a][0], 0)
             if unordered.any():
                 c = int(chunks[first_index(unordered)])
                 self._race(site, "overwrites", c, self.agents[a], int(stamps[c]),
@@ -194,23 +197,21 @@ class PhaseChecker:
             self._race(site, verb, c, self.agents[self.write_agent[c]], int(self.write_stamp[c]),
                        self.sites[self.write_site[c]], "writing")
 
-    def _race(self, site: str, verb: str, chunk: int, agent: str, stamp: int, other_site: str,
-              other: str) -> None:
+    def _race(self, site: str, verb: str, chunk: int, agent: tuple[str, str], stamp: int,
+              other_site: str, other: str) -> None:
         """Report an access at ``site`` that no phase orders after ``agent``'s ``other`` (read
         or write) stamped ``stamp`` at ``other_site``."""
-        if "[" in agent:  # a barrier: a TMA copy completing on one of its phases
+        name, kind = agent
+        if kind == "copy":  # a barrier's: a TMA copy completing on one of its phases
             earlier = f"the TMA copy at site {other_site!r}"
-            missing = (f"the copy completes on {agent} phase {stamp - 1}, which role {self.role!r} "
-                       "did not wait for")
-        elif agent.endswith("wgmma"):
-            role = agent.rsplit("'", 1)[0]
-            earlier = f"{agent} at site {other_site!r} (group {stamp})"
+            missing = (f"the copy completes on {name} phase {stamp - 1}, which role "
+                       f"{self.role!r} did not wait for")
+        else:  # a role's wgmma
+            role = kind
+            earlier = f"{name} at site {other_site!r} (group {stamp})"
             missing = (f"role {role!r} did not retire that group (wgmma.wait_group) before the "
                        f"arrival that lets role {self.role!r} in" if role != self.role else
                        "that group has not retired (wgmma.wait_group)")
-        else:
-            earlier = f"{agent} at site {other_site!r}"
-            missing = f"no mbarrier phase orders it before role {self.role!r}"
         self.report(StageRaceError(
             f"{self.report.kernel}: {self.who()}: role {self.role!r} {verb} shared bytes "
             f"{chunk * CHUNK:#x}..{chunk * CHUNK + CHUNK - 1:#x} at site {site!r} while "

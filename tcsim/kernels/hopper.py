@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..isa.validate import integer
 from ..isa.wgmma import parse_wgmma
 from ..memory.tma import SHARED_ALIGN, TensorMap
 from .checks import SharedAddressError
@@ -109,11 +110,9 @@ class HopperInstructions:
         wgmma when it is issued, which gives the same bits for a schedule that reads its
         accumulators and releases its stages only after the wait; its checks report a stage
         released before its group retired (docs/checks.md)."""
-        if isinstance(pending, bool) or not isinstance(pending, (int, np.integer)) \
-                or pending < 0:
-            raise ValueError(f"{self.kernel}: wgmma.wait_group takes a count of pending groups "
-                             f"(an integer >= 0), got {pending!r}")
-        self._wgmma_wait(int(pending))
+        self._wgmma_wait(integer(pending, f"{self.kernel}: wgmma.wait_group takes a count of "
+                                          "pending groups, which", minimum=0,
+                                 type_error=ValueError))
 
     def run_roles(self, *roles: tuple[str, Role]) -> None:
         """Run the block's roles, (name, generator) pairs, to their ends (`tcsim.kernels.roles`
