@@ -4,12 +4,15 @@
 
 Each timing: CUDA events around one launch, after warm-up launches, the median of ``--runs``
 launches that rotate over three sets of inputs (so no launch finds its operands in L2 from the
-previous one). At each shape cuBLAS, torch and the kernels take turns, one launch each per
-round, so that a clock that drops as the GPU warms up weighs on all of them alike. Every timed
-kernel's output is checked bit for bit against `tcsim.run` on one random block tile (that tile
-of D depends only on its rows of A and columns of B, so the sub-problem gives exactly the same
-bits). The ceilings are loops of one instruction with no memory traffic: mma.sync from
-registers (tcsim/hw/mma_peak.cu), wgmma m64n256k16 from one shared tile
+previous one). A spin kernel of ``LEAD_SECONDS`` runs before the start event, so the timed
+launch is already queued on the GPU when its interval opens: the events time the GPU, not the
+Python code that launches it (a launch whose CPU time outlasts the lead is left out of the
+median, and counted). At each shape cuBLAS, torch and the kernels take turns, one launch
+each per round, so that a clock that drops as the GPU warms up weighs on all of them alike.
+Every timed kernel's output is checked bit for bit against `tcsim.run` on one random block tile
+(that tile of D depends only on its rows of A and columns of B, so the sub-problem gives
+exactly the same bits). The ceilings are loops of one instruction with no memory traffic:
+mma.sync from registers (tcsim/hw/mma_peak.cu), wgmma m64n256k16 from one shared tile
 (tcsim/hw/wgmma_peak.cu, sm_90a); a kernel's "ceiling" column is the fraction of the ceiling of
 the instruction it issues (m16n8k8, m16n8k16 or wgmma) with its accumulator type; cuBLAS's row
 shows its fraction of the m16n8k8 f32 ceiling. TFLOP/s = 2 M N K / time. Needs CuPy and a GPU.
@@ -33,6 +36,14 @@ from tcsim.hw.gemm import device_launch, launcher
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 2048),
           (2048, 8192, 4096)]
 ROTATE = 3
+LEAD_SECONDS = 5e-3
+
+_SPIN = r'''
+extern "C" __global__ void spin(unsigned long long nanoseconds) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); while (now - start < nanoseconds);
+}'''
 
 
 def median_seconds(fn, runs: int, warmup: int = 3) -> float:
@@ -40,23 +51,38 @@ def median_seconds(fn, runs: int, warmup: int = 3) -> float:
     return interleaved_medians({0: fn}, runs, warmup)[0]
 
 
-def interleaved_medians(fns: dict, runs: int, warmup: int = 3) -> dict:
+def interleaved_medians(fns: dict, runs: int, warmup: int = 3, lead: float = LEAD_SECONDS,
+                        late: dict | None = None) -> dict:
     """Median seconds of each function of ``fns`` (called with the run's index), timed in
-    turns: one launch of each per round."""
+    turns: one launch of each per round, each behind a spin kernel of ``lead`` seconds (0: none).
+    A launch whose CPU time outlasts the lead is not counted (the GPU may have waited for it);
+    ``late``, when given, receives how many of each key's launches were not."""
     import cupy
 
     for i in range(warmup):
         for fn in fns.values():
             fn(i)
+    spin = cupy.RawKernel(_SPIN, "spin")
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     times = {key: [] for key in fns}
+    late = {} if late is None else late
+    late.update(dict.fromkeys(fns, 0))
     for i in range(runs):
         for key, fn in fns.items():
+            if lead:
+                spin((1,), (1,), (np.uint64(lead * 1e9),))
             start.record()
+            cpu = time.perf_counter()
             fn(i)
+            cpu = time.perf_counter() - cpu
             end.record()
             end.synchronize()
-            times[key].append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+            if lead and cpu > lead:
+                late[key] += 1
+            else:
+                times[key].append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    if any(2 * n > runs for n in late.values()):
+        raise RuntimeError(f"most launches outlasted the {lead * 1e3:g} ms lead: {late}")
     return {key: statistics.median(t) for key, t in times.items()}
 
 

@@ -213,6 +213,36 @@ extern __shared__ __align__(1024) unsigned char hopper_shared[];
 #ifndef EPILOGUE_BATCH
 #define EPILOGUE_BATCH 8
 #endif
+// Exploratory (docs/kernels.md): C_PREFETCH > 0 has the consumers ask L2 for their tile's C
+// that many K tiles before the tile's end; EXPLORE_NO_C skips the epilogue's C loads (timing
+// only: D then ignores C, which is the contract only when beta is 0 and C finite).
+#ifndef C_PREFETCH
+#define C_PREFETCH 0
+#endif
+#ifndef EXPLORE_NO_C
+#define EXPLORE_NO_C 0
+#endif
+// Timing bounds, not kernels: EXPLORE_NO_D drops the D stores, EXPLORE_NO_EPILOGUE the whole
+// epilogue (both behind a test of alpha that never holds, so the rest is still computed).
+#ifndef EXPLORE_NO_D
+#define EXPLORE_NO_D 0
+#endif
+#ifndef EXPLORE_NO_EPILOGUE
+#define EXPLORE_NO_EPILOGUE 0
+#endif
+#define EXPLORE_NEVER(alpha) ((alpha) == 12345.0f)
+// kernel9: D leaves through shared memory. Each consumer warp stages 16 rows x 64 columns of
+// D at a time (stmatrix, 128-byte rows, 16-byte chunk c of row r at c ^ (r % 8)) and stores
+// them as whole 128-byte lines (ld.shared.v4, st.global.v4). The staging follows the barriers.
+#ifndef STAGED_EPILOGUE
+#define STAGED_EPILOGUE 0
+#endif
+#ifndef STAGED_C_AHEAD  // exploratory: load the next 64 columns' C before using this one's
+#define STAGED_C_AHEAD 0
+#endif
+#define STAGING_ROW_BYTES 128
+#define STAGING_WARP_BYTES (16 * STAGING_ROW_BYTES)
+#define STAGING_OFFSET ((STAGES * STAGE_BYTES + 16 * STAGES + 127) / 128 * 128)
 
 
 // Which block tile (row, column of tiles) is the t-th handed out: GROUP_M 0 walks N fastest;
@@ -252,6 +282,11 @@ struct EpilogueAt {
   }
 };
 
+__device__ __forceinline__ uint32_t load_c(const uint16_t* __restrict__ C, const EpilogueAt& e,
+                                           int j, int N) {
+  return EXPLORE_NO_C ? 0u : ld_global_b32(C + e.at(j, N));
+}
+
 __device__ __forceinline__ void epilogue_word(const acc_t (&acc)[ACC_REGS], int j, uint32_t c,
                                               const EpilogueAt& e, uint16_t* __restrict__ D,
                                               float alpha, float beta, int N) {
@@ -262,7 +297,8 @@ __device__ __forceinline__ void epilogue_word(const acc_t (&acc)[ACC_REGS], int 
   const float x0 = f16_to_f32(acc[2 * n + half] & 0xffffu);
   const float x1 = f16_to_f32(acc[2 * n + half] >> 16);
 #endif
-  st_global_b32(D + e.at(j, N), epilogue_pair(x0, x1, c, alpha, beta));
+  if (!EXPLORE_NO_D || EXPLORE_NEVER(alpha))
+    st_global_b32(D + e.at(j, N), epilogue_pair(x0, x1, c, alpha, beta));
 }
 
 __device__ __forceinline__ void epilogue_tile(const acc_t (&acc)[ACC_REGS], const EpilogueAt& e,
@@ -273,11 +309,100 @@ __device__ __forceinline__ void epilogue_tile(const acc_t (&acc)[ACC_REGS], cons
   for (int j0 = 0; j0 < C_WORDS; j0 += 2 * EPILOGUE_BATCH) {
     uint32_t c[2 * EPILOGUE_BATCH];
 #pragma unroll
-    for (int j = 0; j < 2 * EPILOGUE_BATCH; j++) c[j] = ld_global_b32(C + e.at(j0 + j, N));
+    for (int j = 0; j < 2 * EPILOGUE_BATCH; j++)
+      c[j] = load_c(C, e, j0 + j, N);
 #pragma unroll
     for (int j = 0; j < 2 * EPILOGUE_BATCH; j++)
       epilogue_word(acc, j0 + j, c[j], e, D, alpha, beta, N);
   }
+}
+
+#if STAGED_EPILOGUE
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2,
+                                            uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+               : : "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+__device__ __forceinline__ void ld_shared_v4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void st_global_v4(uint16_t* p, const uint32_t (&r)[4]) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
+               : : "l"(p), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+// Byte offset of 16-byte chunk `chunk` of row `row` in a warp's staging.
+__device__ __forceinline__ uint32_t staging_offset(int row, int chunk) {
+  return row * STAGING_ROW_BYTES + (chunk ^ (row % 8)) * 16;
+}
+
+// kernel9's epilogue: per 64 columns, the 16 words of C as kernel8 loads them, D's 16 words
+// into the warp's staging by 4 stmatrix.x4 (matrices: columns 8g .. 8g + 7 of rows 0-7 and
+// 8-15, then of 8(g + 1); lane 8i + r gives row r of matrix i), then each lane stores 16
+// bytes of row 4i + lane / 8, four times: 128 contiguous bytes per 8 lanes.
+__device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS],
+                                                     const EpilogueAt& e,
+                                                     const uint16_t* __restrict__ C,
+                                                     uint16_t* __restrict__ D, float alpha,
+                                                     float beta, int N, uint32_t staging,
+                                                     int tile_row, int tile_col) {
+  const int lane = threadIdx.x % 32, i = lane / 8, r = lane % 8;
+  uint32_t cs[2][16];
+#pragma unroll
+  for (int j = 0; j < 16; j++) cs[0][j] = load_c(C, e, j, N);
+#pragma unroll
+  for (int j0 = 0; j0 < C_WORDS; j0 += 16) {
+    uint32_t d[16];
+    const uint32_t (&c)[16] = cs[j0 / 16 % 2];
+#if STAGED_C_AHEAD
+    if (j0 + 16 < C_WORDS) {
+#pragma unroll
+      for (int j = 0; j < 16; j++) cs[(j0 / 16 + 1) % 2][j] = load_c(C, e, j0 + 16 + j, N);
+    }
+#else
+    if (j0 > 0) {
+#pragma unroll
+      for (int j = 0; j < 16; j++) cs[j0 / 16 % 2][j] = load_c(C, e, j0 + j, N);
+    }
+#endif
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+      const int n = (j0 + j) / 2, half = j % 2;
+#if ACC_F32
+      const float x0 = acc[4 * n + 2 * half], x1 = acc[4 * n + 2 * half + 1];
+#else
+      const float x0 = f16_to_f32(acc[2 * n + half] & 0xffffu);
+      const float x1 = f16_to_f32(acc[2 * n + half] >> 16);
+#endif
+      d[j] = epilogue_pair(x0, x1, c[j], alpha, beta);
+    }
+#pragma unroll
+    for (int g = 0; g < 8; g += 2)
+      stmatrix_x4(staging + staging_offset(r + 8 * (i % 2), g + i / 2), d[2 * g], d[2 * g + 1],
+                  d[2 * g + 2], d[2 * g + 3]);
+    __syncwarp();
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+      const int row = 4 * q + lane / 8;
+      uint32_t v[4];
+      ld_shared_v4(v, staging + staging_offset(row, lane % 8));
+      st_global_v4(D + (uint64_t)(tile_row + row) * N + tile_col + j0 / 16 * 64 + lane % 8 * 8, v);
+    }
+    __syncwarp();
+  }
+}
+#endif
+
+// A consumer warpgroup's 64 rows of C in tile (row, col) into L2: lane l of warp w asks for
+// the BN * 2 / 128 lines of row 16w + l / 2 that are its half (BN / 2 columns).
+__device__ __forceinline__ void prefetch_c(const uint16_t* __restrict__ C, int row, int col,
+                                           int consumer, int N) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+  const uint16_t* p = C + (uint64_t)(row * BM + consumer * CONSUMER_M + warp * 16 + lane / 2) * N +
+                      col * BN + lane % 2 * (BN / 2);
+#pragma unroll
+  for (int line = 0; line < BN / 128; line++)
+    asm volatile("prefetch.global.L2 [%0];" : : "l"(p + line * 64));
 }
 
 // kernel7 and kernel8: warpgroup 0 produces (one thread issues TMA copies of A's and B's tiles
@@ -374,6 +499,10 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     for (int i = 0; i < ACC_REGS; i++) acc[i] = 0;
     for (int k = 0; k < k_tiles; k++, it++) {
       const int s = it % STAGES;
+#if C_PREFETCH
+      if (k == (k_tiles > C_PREFETCH ? k_tiles - C_PREFETCH : 0))
+        prefetch_c(C, row, col, consumer, N);
+#endif
       if (!PLANT_SKIP_FIRST_WAITS || it >= STAGES)
         mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
       const uint32_t a = base + s * STAGE_BYTES + consumer * CONSUMER_M * 128,
@@ -397,7 +526,14 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     fence_registers(acc);
     if (!PLANT_EARLY_RELEASE && lane == 0)
       release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
-    epilogue_tile(acc, at, C, D, alpha, beta, N);
+#if STAGED_EPILOGUE
+    const int warp = threadIdx.x / 32 % 4;
+    epilogue_tile_staged(acc, at, C, D, alpha, beta, N,
+                         base + STAGING_OFFSET + (consumer * 4 + warp) * STAGING_WARP_BYTES,
+                         row * BM + consumer * CONSUMER_M + warp * 16, col * BN);
+#else
+    if (!EXPLORE_NO_EPILOGUE || EXPLORE_NEVER(alpha)) epilogue_tile(acc, at, C, D, alpha, beta, N);
+#endif
   }
 #if CLUSTER_M > 1
   cluster_sync();

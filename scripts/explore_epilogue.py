@@ -1,0 +1,131 @@
+"""Exploration (issue 15): what kernel8's epilogue costs, and whether fetching C into L2 early
+hides it.
+
+    python scripts/explore_epilogue.py [--runs 15] [--shapes 8192x8192x8192 ...] [--json FILE]
+
+kernel8's time per tile fits t = a K + e with e about 7 us on the H100 (docs/kernels.md): at
+8192x4096x2048 a fifth of the time. The variants are defines of the twin (tcsim/hw/hopper.cuh):
+C_PREFETCH has the consumers issue `prefetch.global.L2` for their tile's C that many K tiles
+before the tile ends; EXPLORE_NO_C drops the C loads (a bound, not a kernel: D ignores C).
+cuBLAS runs both as cupy.matmul (beta 0: it never reads C) and as an in-place torch.addmm
+(beta 1), which reads C as every twin does. Timing as bench_gpu.py, once without the spin
+kernel ahead of each launch (as before 2026-11-24: the launch's CPU time counted) and once
+with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from bench_gpu import (  # noqa: E402
+    LEAD_SECONDS,
+    ROTATE,
+    SHAPES,
+    _check_block,
+    _kernel,
+    interleaved_medians,
+    references,
+)
+
+import tcsim  # noqa: E402
+from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
+
+VARIANTS = {  # label -> extra defines on kernel8's twin
+    "kernel8": {},
+    "prefetch C 8": {"C_PREFETCH": 8},
+    "no C loads": {"EXPLORE_NO_C": 1},
+    "no D stores": {"EXPLORE_NO_D": 1},
+    "no epilogue": {"EXPLORE_NO_EPILOGUE": 1},
+    "staged": {"STAGED_EPILOGUE": 1},
+    "staged, C ahead": {"STAGED_EPILOGUE": 1, "STAGED_C_AHEAD": 1},
+    "staged, prefetch C 8": {"STAGED_EPILOGUE": 1, "C_PREFETCH": 8},
+    "staged, no C loads": {"STAGED_EPILOGUE": 1, "EXPLORE_NO_C": 1},
+}
+STAGING_BYTES = 8 * 16 * 128  # the staged epilogue: 16 rows x 128 bytes per consumer warp
+
+
+def _variant(launch, extra: dict):
+    """``launch`` with ``extra`` defines (and the staged epilogue's shared memory)."""
+    shared = launch.shared_bytes
+    if extra.get("STAGED_EPILOGUE"):
+        shared = -(-shared // 128) * 128 + STAGING_BYTES
+    return dataclasses.replace(launch, defines={**launch.defines, **extra}, shared_bytes=shared)
+
+
+def _torch_addmm(sets):
+    """torch.addmm(C, A, B, out=C) on input set i: cuBLAS with beta 1 in place, reading C in
+    its epilogue as every twin does (torch copies nothing when out is C)."""
+    import torch
+
+    tensors = [[torch.as_tensor(x, device="cuda") for x in s] for s in sets]
+    return lambda i: torch.addmm(tensors[i % ROTATE][2], *tensors[i % ROTATE][:2],
+                                 out=tensors[i % ROTATE][2])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=15)
+    p.add_argument("--shapes", nargs="*", default=None)
+    p.add_argument("--accumulate", nargs="*", default=["f32"])
+    p.add_argument("--json", default=None)
+    p.add_argument("--lead-only", action="store_true", help="only the GPU-time timing")
+    p.add_argument("--variants", nargs="*", default=list(VARIANTS))
+    args = p.parse_args()
+    variants = {label: VARIANTS[label] for label in ["kernel8", *args.variants]}
+    import cupy
+
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
+        else SHAPES
+    kernel = tcsim.kernels.kernel_named("kernel8")
+    rng = np.random.default_rng(0)
+    rows = []
+    for M, N, K in shapes:
+        sets, D, contenders = references(M, N, K, rng)
+        flops = 2 * M * N * K
+        if ("torch", "f32") in contenders:
+            contenders["torch addmm", "f32"] = _torch_addmm(sets)
+        for acc in args.accumulate:
+            p_ = kernel.params(accumulate=acc)
+            for label, extra in variants.items():
+                launches = [_variant(device_launch(kernel, p_, *s, D), extra) for s in sets]
+                contenders[label, acc] = partial(_kernel, [launcher(x) for x in launches])
+        row = {"shape": [M, N, K]}
+        leads = (LEAD_SECONDS,) if args.lead_only else (0, LEAD_SECONDS)
+        for lead in leads:  # the old timing (the launch counted), then the GPU's
+            late = {}
+            seconds = interleaved_medians(contenders, args.runs, lead=lead, late=late)
+            for (label, acc), t in seconds.items():
+                row[f"{label} {acc}{'' if lead else ' no lead'}"] = round(flops / t / 1e12, 1)
+        row["late launches"] = {f"{k[0]} {k[1]}": n for k, n in late.items() if n}
+        # The inputs are fresh: cuBLAS's in-place gemm changed C; bits from here on.
+        sets = [[cupy.asarray(rng.uniform(-1, 1, x.shape).astype(np.float16)) for x in s]
+                for s in sets]
+        for acc in args.accumulate:
+            p_ = kernel.params(accumulate=acc)
+            run = {label: launcher(_variant(device_launch(kernel, p_, *sets[0], D), extra))
+                   for label, extra in variants.items()}
+            run["kernel8"]()
+            reference = D.copy()
+            row[f"check {acc}"] = _check_block(kernel, p_, [cupy.asnumpy(x) for x in sets[0]],
+                                               cupy.asnumpy(D), rng)
+            for label, go in run.items():
+                D.fill(0)
+                go()
+                row[f"same as kernel8 {label} {acc}"] = bool(cupy.array_equal(
+                    D.view(cupy.uint16), reference.view(cupy.uint16)))
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
