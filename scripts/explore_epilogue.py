@@ -40,14 +40,10 @@ from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
 
 VARIANTS = {  # label -> extra defines on kernel8's twin
     "kernel8": {},
-    "prefetch C 8": {"C_PREFETCH": 8},
     "no C loads": {"EXPLORE_NO_C": 1},
     "no D stores": {"EXPLORE_NO_D": 1},
     "no epilogue": {"EXPLORE_NO_EPILOGUE": 1},
-    "staged": {"STAGED_EPILOGUE": 1},
-    "staged, C ahead": {"STAGED_EPILOGUE": 1, "STAGED_C_AHEAD": 1},
-    "staged, prefetch C 8": {"STAGED_EPILOGUE": 1, "C_PREFETCH": 8},
-    "staged, no C loads": {"STAGED_EPILOGUE": 1, "EXPLORE_NO_C": 1},
+    "staged": {"STAGED_EPILOGUE": 1},  # kernel9's epilogue
 }
 STAGING_BYTES = 8 * 16 * 128  # the staged epilogue: 16 rows x 128 bytes per consumer warp
 

@@ -75,17 +75,6 @@ __device__ __forceinline__ uint32_t b_read_offset(uint32_t row, uint32_t col) {
 
 // ---- instructions ---------------------------------------------------------------------------
 
-#ifndef TILE_LOAD
-#define TILE_LOAD "ld.global.cg.v4.u32"  // L2 only: see LD_GLOBAL in tcsim/kernels/machine.py
-#endif
-__device__ __forceinline__ void ld_global_v4(uint32_t (&r)[4], const uint16_t* p) {
-  asm volatile(TILE_LOAD " {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(p) : "memory");
-}
-__device__ __forceinline__ void st_shared_v4(uint32_t addr, const uint32_t (&r)[4]) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};"
-               : : "r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
-}
 __device__ __forceinline__ void ldmatrix_x1_trans(uint32_t& r0, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];"
                : "=r"(r0) : "r"(addr) : "memory");
@@ -93,11 +82,6 @@ __device__ __forceinline__ void ldmatrix_x1_trans(uint32_t& r0, uint32_t addr) {
 __device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
                : "=r"(r0), "=r"(r1) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2,
-                                            uint32_t& r3, uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
 }
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, uint32_t& r2,
                                                   uint32_t& r3, uint32_t addr) {

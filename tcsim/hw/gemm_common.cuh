@@ -29,6 +29,24 @@ __device__ __forceinline__ void st_global_b32(uint16_t* p, uint32_t v) {
   asm volatile("st.global.b32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
 }
 
+// 16-byte moves between global memory, shared memory and registers.
+#ifndef TILE_LOAD
+#define TILE_LOAD "ld.global.cg.v4.u32"  // L2 only: see LD_GLOBAL in tcsim/kernels/machine.py
+#endif
+__device__ __forceinline__ void ld_global_v4(uint32_t (&r)[4], const uint16_t* p) {
+  asm volatile(TILE_LOAD " {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(p) : "memory");
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};"
+               : : "r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                            uint32_t& r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
+}
+
 // f32 arithmetic with the rounding spelled out: no contraction, no fast-math.
 __device__ __forceinline__ float f16_to_f32(uint32_t h) {
   float f;

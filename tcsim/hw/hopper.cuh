@@ -213,17 +213,13 @@ extern __shared__ __align__(1024) unsigned char hopper_shared[];
 #ifndef EPILOGUE_BATCH
 #define EPILOGUE_BATCH 8
 #endif
-// Exploratory (docs/kernels.md): C_PREFETCH > 0 has the consumers ask L2 for their tile's C
-// that many K tiles before the tile's end; EXPLORE_NO_C skips the epilogue's C loads (timing
-// only: D then ignores C, which is the contract only when beta is 0 and C finite).
-#ifndef C_PREFETCH
-#define C_PREFETCH 0
-#endif
+// Timing bounds, not kernels (scripts/explore_epilogue.py): EXPLORE_NO_C skips the epilogue's
+// C loads (D then ignores C, the contract only when beta is 0 and C finite).
 #ifndef EXPLORE_NO_C
 #define EXPLORE_NO_C 0
 #endif
-// Timing bounds, not kernels: EXPLORE_NO_D drops the D stores, EXPLORE_NO_EPILOGUE the whole
-// epilogue (both behind a test of alpha that never holds, so the rest is still computed).
+// EXPLORE_NO_D drops kernel8's D stores (and the arithmetic only they use), EXPLORE_NO_EPILOGUE
+// the whole epilogue, both behind a test of alpha that never holds.
 #ifndef EXPLORE_NO_D
 #define EXPLORE_NO_D 0
 #endif
@@ -231,14 +227,11 @@ extern __shared__ __align__(1024) unsigned char hopper_shared[];
 #define EXPLORE_NO_EPILOGUE 0
 #endif
 #define EXPLORE_NEVER(alpha) ((alpha) == 12345.0f)
-// kernel9: D leaves through shared memory. Each consumer warp stages 16 rows x 64 columns of
-// D at a time (stmatrix, 128-byte rows, 16-byte chunk c of row r at c ^ (r % 8)) and stores
-// them as whole 128-byte lines (ld.shared.v4, st.global.v4). The staging follows the barriers.
+// kernel9: C and D pass through shared memory in whole 128-byte lines. Each consumer warp has
+// a staging buffer of 16 rows x 128 bytes (64 columns), 16-byte chunk c of row r at c ^ (r % 8),
+// after the barriers (tcsim.kernels.params.GemmParams.staging_offset).
 #ifndef STAGED_EPILOGUE
 #define STAGED_EPILOGUE 0
-#endif
-#ifndef STAGED_C_AHEAD  // exploratory: load the next 64 columns' C before using this one's
-#define STAGED_C_AHEAD 0
 #endif
 #define STAGING_ROW_BYTES 128
 #define STAGING_WARP_BYTES (16 * STAGING_ROW_BYTES)
@@ -336,74 +329,74 @@ __device__ __forceinline__ uint32_t staging_offset(int row, int chunk) {
   return row * STAGING_ROW_BYTES + (chunk ^ (row % 8)) * 16;
 }
 
-// kernel9's epilogue: per 64 columns, the 16 words of C as kernel8 loads them, D's 16 words
-// into the warp's staging by 4 stmatrix.x4 (matrices: columns 8g .. 8g + 7 of rows 0-7 and
-// 8-15, then of 8(g + 1); lane 8i + r gives row r of matrix i), then each lane stores 16
-// bytes of row 4i + lane / 8, four times: 128 contiguous bytes per 8 lanes.
+// kernel9's epilogue (tcsim/kernels/kernel9.py), 64 columns of the warp's 16 rows at a time:
+// lane l moves 16 bytes of row 4q + l / 8 (q = 0..3), chunk l % 8, so 8 lanes move one whole
+// 128-byte line. The staging holds C, then D:
+//   C: ld.global.cg.v4 (issued one chunk ahead) -> st.shared.v4 -> ldmatrix.x4: the words in
+//      the accumulators' fragment order (matrix i of an x4: columns 8(g + i / 2) .. + 7 of
+//      rows 8(i % 2) .. + 7, its rows' addresses from lanes 8i .. 8i + 7);
+//   D: the ladder's arithmetic -> stmatrix.x4 to the same places -> ld.shared.v4 ->
+//      st.global.v4.
+__device__ __forceinline__ uint32_t matrix_row_offset(int g) {
+  const int lane = threadIdx.x % 32, i = lane / 8;
+  return staging_offset(lane % 8 + 8 * (i % 2), g + i / 2);
+}
 __device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS],
-                                                     const EpilogueAt& e,
                                                      const uint16_t* __restrict__ C,
                                                      uint16_t* __restrict__ D, float alpha,
                                                      float beta, int N, uint32_t staging,
                                                      int tile_row, int tile_col) {
-  const int lane = threadIdx.x % 32, i = lane / 8, r = lane % 8;
-  uint32_t cs[2][16];
+  const int lane = threadIdx.x % 32;
+  uint32_t c_lines[2][4][4];  // this chunk's C and the next one's, 16 bytes a line
 #pragma unroll
-  for (int j = 0; j < 16; j++) cs[0][j] = load_c(C, e, j, N);
+  for (int q = 0; q < 4; q++)
+    ld_global_v4(c_lines[0][q], C + (uint64_t)(tile_row + 4 * q + lane / 8) * N + tile_col +
+                                    lane % 8 * 8);
 #pragma unroll
-  for (int j0 = 0; j0 < C_WORDS; j0 += 16) {
-    uint32_t d[16];
-    const uint32_t (&c)[16] = cs[j0 / 16 % 2];
-#if STAGED_C_AHEAD
-    if (j0 + 16 < C_WORDS) {
+  for (int chunk = 0; chunk < BN / 64; chunk++) {
+    const int col = tile_col + chunk * 64 + lane % 8 * 8;
+    if (chunk + 1 < BN / 64) {
 #pragma unroll
-      for (int j = 0; j < 16; j++) cs[(j0 / 16 + 1) % 2][j] = load_c(C, e, j0 + 16 + j, N);
+      for (int q = 0; q < 4; q++)
+        ld_global_v4(c_lines[(chunk + 1) % 2][q],
+                     C + (uint64_t)(tile_row + 4 * q + lane / 8) * N + col + 64);
     }
-#else
-    if (j0 > 0) {
 #pragma unroll
-      for (int j = 0; j < 16; j++) cs[j0 / 16 % 2][j] = load_c(C, e, j0 + j, N);
-    }
-#endif
+    for (int q = 0; q < 4; q++)
+      st_shared_v4(staging + staging_offset(4 * q + lane / 8, lane % 8), c_lines[chunk % 2][q]);
+    __syncwarp();
+    uint32_t w[16];  // C's words, then D's: word 2g + h is columns 8g.., rows h * 8 + lane / 4
+#pragma unroll
+    for (int g = 0; g < 8; g += 2)
+      ldmatrix_x4(w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3],
+                  staging + matrix_row_offset(g));
 #pragma unroll
     for (int j = 0; j < 16; j++) {
-      const int n = (j0 + j) / 2, half = j % 2;
+      const int n = chunk * 8 + j / 2, half = j % 2;
 #if ACC_F32
       const float x0 = acc[4 * n + 2 * half], x1 = acc[4 * n + 2 * half + 1];
 #else
       const float x0 = f16_to_f32(acc[2 * n + half] & 0xffffu);
       const float x1 = f16_to_f32(acc[2 * n + half] >> 16);
 #endif
-      d[j] = epilogue_pair(x0, x1, c[j], alpha, beta);
+      w[j] = epilogue_pair(x0, x1, w[j], alpha, beta);
     }
+    __syncwarp();
 #pragma unroll
     for (int g = 0; g < 8; g += 2)
-      stmatrix_x4(staging + staging_offset(r + 8 * (i % 2), g + i / 2), d[2 * g], d[2 * g + 1],
-                  d[2 * g + 2], d[2 * g + 3]);
+      stmatrix_x4(staging + matrix_row_offset(g), w[2 * g], w[2 * g + 1], w[2 * g + 2],
+                  w[2 * g + 3]);
     __syncwarp();
 #pragma unroll
     for (int q = 0; q < 4; q++) {
-      const int row = 4 * q + lane / 8;
       uint32_t v[4];
-      ld_shared_v4(v, staging + staging_offset(row, lane % 8));
-      st_global_v4(D + (uint64_t)(tile_row + row) * N + tile_col + j0 / 16 * 64 + lane % 8 * 8, v);
+      ld_shared_v4(v, staging + staging_offset(4 * q + lane / 8, lane % 8));
+      st_global_v4(D + (uint64_t)(tile_row + 4 * q + lane / 8) * N + col, v);
     }
     __syncwarp();
   }
 }
 #endif
-
-// A consumer warpgroup's 64 rows of C in tile (row, col) into L2: lane l of warp w asks for
-// the BN * 2 / 128 lines of row 16w + l / 2 that are its half (BN / 2 columns).
-__device__ __forceinline__ void prefetch_c(const uint16_t* __restrict__ C, int row, int col,
-                                           int consumer, int N) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
-  const uint16_t* p = C + (uint64_t)(row * BM + consumer * CONSUMER_M + warp * 16 + lane / 2) * N +
-                      col * BN + lane % 2 * (BN / 2);
-#pragma unroll
-  for (int line = 0; line < BN / 128; line++)
-    asm volatile("prefetch.global.L2 [%0];" : : "l"(p + line * 64));
-}
 
 // kernel7 and kernel8: warpgroup 0 produces (one thread issues TMA copies of A's and B's tiles
 // into STAGES shared buffers; each stage's copies complete on its `full` barrier), warpgroups
@@ -499,10 +492,6 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     for (int i = 0; i < ACC_REGS; i++) acc[i] = 0;
     for (int k = 0; k < k_tiles; k++, it++) {
       const int s = it % STAGES;
-#if C_PREFETCH
-      if (k == (k_tiles > C_PREFETCH ? k_tiles - C_PREFETCH : 0))
-        prefetch_c(C, row, col, consumer, N);
-#endif
       if (!PLANT_SKIP_FIRST_WAITS || it >= STAGES)
         mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
       const uint32_t a = base + s * STAGE_BYTES + consumer * CONSUMER_M * 128,
@@ -528,7 +517,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
       release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
 #if STAGED_EPILOGUE
     const int warp = threadIdx.x / 32 % 4;
-    epilogue_tile_staged(acc, at, C, D, alpha, beta, N,
+    epilogue_tile_staged(acc, C, D, alpha, beta, N,
                          base + STAGING_OFFSET + (consumer * 4 + warp) * STAGING_WARP_BYTES,
                          row * BM + consumer * CONSUMER_M + warp * 16, col * BN);
 #else
