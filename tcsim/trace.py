@@ -326,6 +326,12 @@ def count_wmma(qualifier: str, operand: str, layout: str, space: str, stride: in
     return totals(counter.sites.values())
 
 
+def _row_addresses(addresses: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """ldmatrix/stmatrix: the lanes that supply rows keep their addresses; the others' are
+    ignored (they repeat lane 0's, which adds no wavefront)."""
+    return np.where(np.arange(32) < rows.shape[-1], addresses, addresses[..., :1])
+
+
 class Tracer(Counter, Machine):
     """A machine that runs block (0, 0) on zero-valued registers and counts each site.
 
@@ -399,9 +405,9 @@ class Tracer(Counter, Machine):
     def _store_global(self, site, spelling, operand, offsets, registers):
         self._count_global(site, spelling, self._bytes(operand, offsets))
 
-    def _load_shared(self, site, addresses):
-        self._count_shared(site, LD_SHARED, addresses)
-        return np.zeros((1,) + addresses.shape + (1,), np.uint32)
+    def _load_shared(self, site, spelling, addresses, width):
+        self._count_shared(site, spelling, addresses)
+        return np.zeros((1,) + addresses.shape + (width // 4,), np.uint32)
 
     def _load_local(self, site, spelling, offsets, width):
         self._count_local(site, spelling, offsets, width)
@@ -447,10 +453,11 @@ class Tracer(Counter, Machine):
         self._count_shared(site, CP_ASYNC, addresses, source)
 
     def _ldmatrix(self, site, spelling, addresses, rows):
-        n = rows.shape[-1]  # lanes that supply rows; the others' addresses are ignored
-        used = np.where(np.arange(32) < n, addresses, addresses[..., :1])
-        self._count_shared(site, spelling, used)
-        return np.zeros((1,) + addresses.shape + (n // 8,), np.uint32)
+        self._count_shared(site, spelling, _row_addresses(addresses, rows))
+        return np.zeros((1,) + addresses.shape + (rows.shape[-1] // 8,), np.uint32)
+
+    def _stmatrix(self, site, spelling, addresses, rows, registers):
+        self._count_shared(site, spelling, _row_addresses(addresses, rows))
 
     def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
         s = self._site(site, TMA_LOAD)  # one thread issues it: one warp instruction

@@ -37,6 +37,9 @@
 #ifndef GROUP_M
 #define GROUP_M 16
 #endif
+#ifndef STAGED_EPILOGUE
+#define STAGED_EPILOGUE 0
+#endif
 #ifndef CONSUMER_REGISTERS
 #define CONSUMER_REGISTERS 232
 #endif

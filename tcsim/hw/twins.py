@@ -21,9 +21,10 @@ SCHEDULES = {
     "kernel6": ("gemm_pipelined", "m16n8k16, cp.async pipeline, register double buffering"),
     "kernel7": ("gemm_warp_specialized", "warp-specialized TMA + mbarrier pipeline, wgmma"),
     "kernel8": ("gemm_warp_specialized", "kernel7 on persistent blocks, L2-friendly tile order"),
+    "kernel9": ("gemm_warp_specialized", "kernel8 with C and D through shared memory in lines"),
 }
 # Twins of kernels with tensor maps include hopper.cuh and exist only for sm_90a.
-HOPPER = {"kernel7", "kernel8"}
+HOPPER = {"kernel7", "kernel8", "kernel9"}
 
 
 def twin_source(name: str) -> str:

@@ -221,14 +221,23 @@ def pair_coordinates(m: Machine, tiles: tuple[int, int] | None = None,
 
 def epilogue(m: Machine, acc: np.ndarray,
              origin: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-    """``D = f16(alpha * acc + beta * C)`` element by element, each step an f32 operation
-    rounded to nearest (mul.rn, mul.rn, add.rn, then cvt.rn.f16.f32; NaN comes out as 0x7fff).
-    C and D move as f16 pairs: ``ld.global.b32`` / ``st.global.b32`` per register pair.
-    ``acc``: (blocks, warps, tiles_m, tiles_n, 32, registers), m16n8 accumulators from each
-    warp's ``origin`` (see `pair_coordinates`)."""
+    """``D = f16(alpha * acc + beta * C)`` (`epilogue_words`), C and D moving as f16 pairs:
+    ``ld.global.b32`` / ``st.global.b32`` per register pair. ``acc``: (blocks, warps, tiles_m,
+    tiles_n, 32, registers), m16n8 accumulators from each warp's ``origin`` (see
+    `pair_coordinates`)."""
     row, col = pair_coordinates(m, acc.shape[-4:-2], origin)
     c = m.load_global("C_gmem_load", "C", row, col, vector=2)  # (..., pairs, 32, 1)
-    c = c.view(np.float16).astype(np.float32)  # (..., pairs, 32, 2), exact
+    d = epilogue_words(m, acc, c[..., 0])
+    m.store_global("D_gmem_store", "D", row, col, d[..., None])
+
+
+def epilogue_words(m: Machine, acc: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """D's f16 pairs ``f16(alpha * acc + beta * C)``, element by element, each step an f32
+    operation rounded to nearest (mul.rn, mul.rn, add.rn, then cvt.rn.f16.f32; NaN comes out
+    as 0x7fff). ``acc``: (..., 32, registers), m16n8 accumulators; ``c``: C's words (f16
+    pairs) at the same places, (..., pairs, 32), pair 0 the accumulator's elements 0 and 1.
+    Returns D's words like ``c``."""
+    c = np.ascontiguousarray(c, np.uint32)[..., None].view(np.float16).astype(np.float32)
     if m.params.accumulate == "f16":
         acc = acc.view(np.float16).astype(np.float32)
     else:
@@ -239,4 +248,4 @@ def epilogue(m: Machine, acc: np.ndarray,
         d = (m.alpha * acc + m.beta * c).astype(np.float16)
     bits = d.view(np.uint16)
     bits[np.isnan(d)] = 0x7FFF
-    m.store_global("D_gmem_store", "D", row, col, bits.view(np.uint32))
+    return np.ascontiguousarray(bits).view(np.uint32)[..., 0]

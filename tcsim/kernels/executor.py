@@ -69,8 +69,9 @@ class Executor(Machine):
         values = np.ascontiguousarray(registers, np.uint32).view(memory.dtype)
         memory[offsets[..., None] + np.arange(values.shape[-1])] = values
 
-    def _load_shared(self, site, addresses):
-        return self.shared[self._block_index(addresses.ndim), addresses // 4][..., None]
+    def _load_shared(self, site, spelling, addresses, width):
+        words = addresses[..., None] // 4 + np.arange(width // 4)
+        return self.shared[self._block_index(words.ndim), words]
 
     def _local_index(self, offsets, width):
         """Index arrays into ``self.local`` for each lane's ``width`` bytes at ``offsets``
@@ -126,6 +127,14 @@ class Executor(Machine):
         data = self.shared[self._block_index(words.ndim), words]  # (blocks, ..., 8N, 4)
         frag = ldmatrix_fragment(inst.matrices, inst.transpose)
         return frag.to_registers(frag.gather_bits(data.view(np.uint16)))
+
+    def _stmatrix(self, site, spelling, addresses, rows, registers):
+        inst = parse_instruction(spelling)
+        frag = ldmatrix_fragment(inst.matrices, inst.transpose)
+        matrix = frag.scatter_bits(frag.from_registers(registers))  # (blocks, ..., 8N, 8)
+        words = rows[..., None] // 4 + np.arange(4)
+        self.shared[self._block_index(words.ndim), words] = \
+            np.ascontiguousarray(matrix).view(np.uint32)
 
     def _mma(self, site, a, b, c):
         return mma_regs(self.params.qualifier, a, b, c)

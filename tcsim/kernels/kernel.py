@@ -88,6 +88,7 @@ class Kernel:
         if p.producers:
             out["CONSUMERS"] = p.consumers
             out["GROUP_M"] = p.group_m
+            out["STAGED_EPILOGUE"] = p.staged_epilogue
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         out.update(self.options)
         for tile in self.tiles(p):  # none for a kernel without shared tiles

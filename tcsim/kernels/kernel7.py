@@ -31,6 +31,7 @@ from .hopper import BARRIER_BYTES
 from .kernel import Kernel, require
 from .params import GemmParams
 from .scheduler import blocks_launched
+from .staged_epilogue import staged_epilogue
 
 SWIZZLE = SwizzleMode.B128
 REGISTERS = (("CONSUMER_REGISTERS", 232), ("PRODUCER_REGISTERS", 40))  # setmaxnreg
@@ -128,7 +129,7 @@ def program(m, p: GemmParams, plant: str = "") -> None:
             if not early_release:  # the last stage
                 m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)
             with m.tile(t):
-                epilogue_tile(m, p, acc)
+                (staged_epilogue if p.staged_epilogue else epilogue_tile)(m, p, acc)
 
     m.run_roles(("producer", producer()), ("consumers", consumers()))
 

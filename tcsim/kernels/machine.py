@@ -48,13 +48,16 @@ WARP = 32
 # and Nsight Compute then counts extra shared-store conflicts that depend on timing
 # (docs/kernels.md). C is read once, after every shared access, through L1.
 LD_GLOBAL = {16: "ld.global.cg.v4.u32", 4: "ld.global.b32"}  # by bytes per lane
-ST_GLOBAL = {4: "st.global.b32", 8: "st.global.v2.f32"}
+ST_GLOBAL = {4: "st.global.b32", 8: "st.global.v2.f32", 16: "st.global.v4.b32"}
 ST_SHARED = "st.shared.v4.b32"
 LD_SHARED = "ld.shared.b32"
+LD_SHARED_V4 = "ld.shared.v4.b32"
+LD_SHARED_BY_WIDTH = {4: LD_SHARED, 16: LD_SHARED_V4}
 LD_LOCAL = {8: "ld.local.v2.f32"}  # by bytes per lane
 ST_LOCAL = {8: "st.local.v2.f32", 16: "st.local.v4.f32"}
 CP_ASYNC = "cp.async.cg.shared.global.16"  # L2 -> shared, 16 bytes a lane, no registers
 LDMATRIX = "ldmatrix.sync.aligned.m8n8.{}.shared.b16"
+STMATRIX = "stmatrix.sync.aligned.m8n8.{}.shared.b16"
 
 
 class Machine(HopperInstructions, ABC):
@@ -155,13 +158,18 @@ class Machine(HopperInstructions, ABC):
         offsets = self.global_elements(site, operand, rows, cols, 0, vector)
         self._store_global(site, ST_GLOBAL[size], operand, offsets, registers)
 
-    def load_shared(self, site: str, addresses) -> np.ndarray:
-        """``ld.shared.b32``: each lane reads one 32-bit word; registers (..., 32, 1)."""
+    def load_shared(self, site: str, addresses, width: int = 4) -> np.ndarray:
+        """``ld.shared.b32`` (``width`` 4) or ``ld.shared.v4.b32`` (16): each lane reads
+        ``width`` bytes; registers (..., 32, width / 4)."""
+        if width not in LD_SHARED_BY_WIDTH:
+            raise ValueError(f"{self.kernel} site {site!r}: ld.shared reads 4 or 16 bytes a "
+                             f"lane, not {width!r}")
+        spelling = LD_SHARED_BY_WIDTH[width]
         addresses = self.integers(site, "shared addresses", addresses)
-        self.check_shared(site, LD_SHARED, addresses, 4)
+        self.check_shared(site, spelling, addresses, width)
         if self.checker is not None:
-            self.checker.read(site, LD_SHARED, addresses)
-        return self._load_shared(site, addresses)
+            self.checker.read(site, spelling, addresses)
+        return self._load_shared(site, spelling, addresses, width)
 
     def allocate_local(self, size: int) -> None:
         """Give every thread ``size`` bytes of local memory (a per-thread array that the
@@ -295,6 +303,18 @@ class Machine(HopperInstructions, ABC):
             self.checker.read(site, spelling, rows)
         return self._ldmatrix(site, spelling, addresses, rows)
 
+    def stmatrix(self, site: str, shape: str, addresses, registers) -> None:
+        """``stmatrix.sync.aligned.m8n8.<shape>.shared.b16``: ldmatrix's maps the other way
+        (register i of every lane into matrix i, whose rows lanes 8i .. 8i + 7 address)."""
+        spelling = STMATRIX.format(shape)
+        self.require_full_warp(site, spelling)
+        addresses = self.integers(site, "shared addresses", addresses)
+        rows = addresses[..., : 8 * parse_instruction(spelling).matrices]
+        self.check_shared(site, spelling, rows, 16)
+        if self.checker is not None:
+            self.checker.write(site, spelling, rows)
+        self._stmatrix(site, spelling, addresses, rows, np.asarray(registers, np.uint32))
+
     def mma(self, site: str, a, b, c) -> np.ndarray:
         """``mma.sync`` of the kernel's qualifier on every (warp, tile) at once."""
         self.require_full_warp(site, "mma.sync.aligned." + self.params.qualifier)
@@ -330,7 +350,10 @@ class Machine(HopperInstructions, ABC):
     def _mma(self, site, a, b, c) -> np.ndarray: ...
 
     @abstractmethod
-    def _load_shared(self, site, addresses) -> np.ndarray: ...
+    def _load_shared(self, site, spelling, addresses, width) -> np.ndarray: ...
+
+    @abstractmethod
+    def _stmatrix(self, site, spelling, addresses, rows, registers) -> None: ...
 
     @abstractmethod
     def _load_local(self, site, spelling, offsets, width) -> np.ndarray: ...

@@ -30,7 +30,8 @@ TYPE_BYTES = {"f16": 2, "f32": 4}
 # M / block_m) blocks, where CUDA allows at most 65,535 along y.
 MAX_SIZE = 2**31 - 1
 MAX_GRID_Y = 65535
-ZERO_ALLOWED = ("stages", "producers", "group_m", "persistent_blocks")
+ZERO_ALLOWED = ("stages", "producers", "group_m", "persistent_blocks", "staged_epilogue")
+STAGING_ROW_BYTES = 128  # a staged epilogue's row: 64 f16 columns
 
 
 class ProblemSizeError(ValueError):
@@ -66,6 +67,9 @@ class GemmParams:
     # 0 launches one block per tile, b > 0 launches b blocks that each loop over tiles.
     group_m: int = 0
     persistent_blocks: int = 0
+    # 1: the epilogue moves C and D through shared memory in whole 128-byte lines, each
+    # consumer warp through its own staging of 16 rows x 64 columns (kernel9).
+    staged_epilogue: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -100,6 +104,11 @@ class GemmParams:
                       "kernel's tile loop (producers=1); this kernel launches one block per "
                       f"tile, got group_m={self.group_m}, "
                       f"persistent_blocks={self.persistent_blocks}")
+        self._require(self.staged_epilogue in (0, 1) and (
+            not self.staged_epilogue or (self.producers and self.block_n % 64 == 0)),
+            "staged_epilogue is 0 or 1, and 1 only for a warp-specialized kernel (producers=1) "
+            f"whose block_n is a multiple of 64, got staged_epilogue={self.staged_epilogue}, "
+            f"producers={self.producers}, block_n={self.block_n}")
         copied_by_threads = self.stages and not self.producers  # TMA copies whole tiles
         for name, rows, cols in (("A", self.block_m, self.block_k),
                                  ("B", self.block_k, self.block_n))[:2 if copied_by_threads else 0]:
@@ -188,7 +197,20 @@ class GemmParams:
         return 16 * self.stages if self.producers else 0
 
     @property
+    def staging_offset(self) -> int:
+        """Where a staged epilogue's buffers start: after the barriers, on a 128-byte row."""
+        end = self.stages * self.stage_bytes + self.barrier_bytes
+        return -(-end // STAGING_ROW_BYTES) * STAGING_ROW_BYTES
+
+    @property
+    def staging_bytes(self) -> int:
+        """A staged epilogue's buffers: 16 rows of 128 bytes per consumer warp (else 0)."""
+        return self.staged_epilogue * 4 * self.consumers * 16 * STAGING_ROW_BYTES
+
+    @property
     def shared_bytes(self) -> int:
+        if self.staging_bytes:
+            return self.staging_offset + self.staging_bytes
         return self.stages * self.stage_bytes + self.barrier_bytes
 
     @property

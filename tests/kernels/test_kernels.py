@@ -18,7 +18,14 @@ import tcsim
 from tcsim.kernels import HOPPER_KERNELS, KERNELS, GemmParams, ProblemSizeError, kernel_named
 from tcsim.kernels.blocks import shared_tiles
 from tcsim.kernels.kernel import Kernel
-from tcsim.kernels.machine import LD_GLOBAL, GlobalMemoryError
+from tcsim.kernels.machine import (
+    LD_GLOBAL,
+    LD_SHARED_V4,
+    LDMATRIX,
+    ST_GLOBAL,
+    STMATRIX,
+    GlobalMemoryError,
+)
 from tcsim.memory import SharedMemoryError
 
 HW = Path(tcsim.__file__).parent / "hw"
@@ -156,8 +163,8 @@ def test_bad_operands_and_parameters():
         GemmParams(accumulate="bf16")
     with pytest.raises(ValueError, match="multiple of 32 .ldmatrix.x4 on B"):
         tcsim.trace("kernel4", 256, 128, 64, warp_n=16, block_n=64)
-    with pytest.raises(ValueError, match="no kernel named 'kernel9'"):
-        tcsim.trace("kernel9", 256, 128, 64)
+    with pytest.raises(ValueError, match="no kernel named 'kernel99'"):
+        tcsim.trace("kernel99", 256, 128, 64)
 
 
 def _broken(program) -> Kernel:
@@ -202,8 +209,15 @@ def test_each_twin_is_written_from_its_kernels_parameters(name):
 
 
 def test_the_twins_spell_the_traced_tile_load():
-    header = (HW / "gemm.cuh").read_text()
+    header = (HW / "gemm_common.cuh").read_text()
     assert f'#define TILE_LOAD "{LD_GLOBAL[16]}"' in header
+
+
+def test_the_staged_epilogue_spells_the_traced_instructions():
+    header = (HW / "hopper.cuh").read_text()
+    for spelling in (ST_GLOBAL[16], LD_SHARED_V4, STMATRIX.format("x4")):
+        assert f'"{spelling} ' in header, spelling
+    assert f'"{LDMATRIX.format("x4")} ' in (HW / "gemm_common.cuh").read_text()
 
 
 def test_float_coordinates_and_addresses_in_a_schedule_are_refused():

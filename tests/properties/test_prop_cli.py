@@ -44,7 +44,7 @@ def assert_one_line_error(argv):
 bad_argvs = st.one_of(
     # Unknown commands and arguments (never `docs`, which writes files, nor `demo`).
     st.lists(words, max_size=3).filter(lambda argv: argv[:1] not in (["docs"], ["demo"])),
-    st.tuples(st.just("trace"), st.sampled_from(["kernel1", "kernel5", "kernel9", ""]),
+    st.tuples(st.just("trace"), st.sampled_from(["kernel1", "kernel5", "kernel99", ""]),
               numbers, numbers, numbers).map(list),
     st.tuples(st.just("trace"), st.just("kernel1"), st.just("256"), st.just("128"),
               st.just("64"), st.sampled_from(["--block_m", "--warp_k", "--stages", "--mma_k",

@@ -1,0 +1,57 @@
+// CUDA twin of kernel9: kernel8 with C and D through shared memory in lines (tcsim/kernels/kernel9.py).
+// Written by `python -m tcsim.hw.twins` from the kernel's default parameters;
+// tcsim.hw.run overrides them with -D.
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 64
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 256
+#endif
+#ifndef WK
+#define WK 16
+#endif
+#ifndef ACC_F32
+#define ACC_F32 0
+#endif
+#ifndef MMA_K
+#define MMA_K 16
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
+#ifndef GROUP_M
+#define GROUP_M 16
+#endif
+#ifndef STAGED_EPILOGUE
+#define STAGED_EPILOGUE 1
+#endif
+#ifndef CONSUMER_REGISTERS
+#define CONSUMER_REGISTERS 232
+#endif
+#ifndef PRODUCER_REGISTERS
+#define PRODUCER_REGISTERS 40
+#endif
+#include "hopper.cuh"
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, MIN_BLOCKS) kernel9(HOPPER_GEMM_PARAMS) {
+#ifdef TCSIM_HOPPER
+  gemm_warp_specialized(A, B, C, D, alpha, beta, M, N, K, &tensor_a, &tensor_b);
+#else
+  asm volatile("trap;");  // TMA and wgmma need sm_90a
+#endif
+}

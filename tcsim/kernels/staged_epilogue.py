@@ -1,0 +1,82 @@
+"""kernel9's epilogue: C and D cross shared memory in whole 128-byte lines.
+
+The ladder's epilogue moves C and D as one 32-bit word per lane: a warp's ``st.global.b32``
+touches 8 rows, 16 bytes of each, half of a sector. On the H100 that store path cost kernel8
+about a sixth of its time at 8192x4096x2048 (docs/kernels.md). Here each consumer warp owns a
+staging buffer of 16 rows x 128 bytes (64 columns; 16-byte chunk c of row r at c ^ (r % 8), so
+neither the row-wise nor the fragment-wise accesses conflict) and walks its 16 x block_n rows
+of the tile 64 columns at a time:
+
+1. C: ``ld.global.cg.v4`` (lane l: 16 bytes of row 4q + l / 8, chunk l % 8, for q = 0..3, so
+   8 lanes read one whole line), ``st.shared.v4`` into the staging, then ``ldmatrix.x4``
+   four times, which hands every lane its C words in the accumulators' m16n8 order;
+2. D: the ladder's arithmetic (`tcsim.kernels.blocks.epilogue_words`), ``stmatrix.x4`` to the
+   same places, ``ld.shared.v4`` row-wise, ``st.global.v4``: whole lines again.
+
+Matrix i of an x4 is columns 8(2h + i // 2) .. + 7 of rows 8(i % 2) .. + 7 of the chunk (h =
+0..3), so register i of every lane is the accumulator word of column group 2h + i // 2, half
+i % 2. The twin (``epilogue_tile_staged`` in hopper.cuh) issues C's global loads one chunk
+ahead; the simulator issues the same instructions in program order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa.fragments import mma_fragment
+from .blocks import epilogue_words
+from .params import STAGING_ROW_BYTES, GemmParams
+
+CHUNK_COLUMNS = 64  # one 128-byte line of f16
+ROWS = 16  # a consumer warp's rows of the tile
+
+
+def staging_address(p: GemmParams, warp, row, chunk) -> np.ndarray:
+    """Shared byte address of 16-byte chunk ``chunk`` of ``row`` in consumer warp ``warp``'s
+    staging (arrays broadcast)."""
+    return (p.staging_offset + np.asarray(warp) * ROWS * STAGING_ROW_BYTES
+            + np.asarray(row) * STAGING_ROW_BYTES + (np.asarray(chunk) ^ np.asarray(row) % 8) * 16)
+
+
+def _lines(p: GemmParams, warps: np.ndarray):
+    """Row-wise moves: each lane's staging address, and its row and column in the chunk,
+    (warps, 4, 32) each: lane l of step q moves 16 bytes of row 4q + l / 8, chunk l % 8."""
+    lane = np.arange(32)
+    row = 4 * np.arange(4)[:, None] + lane // 8
+    chunk = np.broadcast_to(lane % 8, row.shape)
+    return staging_address(p, warps[:, None, None], row, chunk), row, 8 * chunk
+
+
+def _matrices(p: GemmParams, warps: np.ndarray) -> np.ndarray:
+    """ldmatrix/stmatrix.x4 row addresses, (warps, 4, 32): x4 number h, lane 8i + r addresses
+    row r + 8 (i % 2) of column group 2h + i // 2."""
+    lane = np.arange(32)
+    i, r = lane // 8, lane % 8
+    group = 2 * np.arange(4)[:, None] + i // 2
+    return staging_address(p, warps[:, None, None], r + 8 * (i % 2), group)
+
+
+def staged_epilogue(m, p: GemmParams, acc: np.ndarray) -> None:
+    """The epilogue of the consumers' accumulators ``acc`` (blocks, consumers, 128,
+    registers): warp w of the block's consumers holds rows 16w .. 16w + 15 of the tile as
+    m16n8 accumulators."""
+    warps = np.arange(p.consumers * 4)
+    regs = mma_fragment(p.qualifier, "c").registers
+    per_warp = acc.reshape(acc.shape[0], warps.size, 32, p.block_n // 8, regs)
+    per_warp = np.moveaxis(per_warp, 2, 3)  # (blocks, warps, column groups, 32, registers)
+    line, row, col = _lines(p, warps)
+    matrices = _matrices(p, warps)
+    rows = ROWS * warps[:, None, None] + row
+    for chunk in range(p.block_n // CHUNK_COLUMNS):
+        cols = chunk * CHUNK_COLUMNS + col
+        c = m.load_global("C_gmem_load", "C", rows, cols, vector=8)
+        m.store_shared("C_smem_store", line, c)
+        c = m.ldmatrix("C_ldmatrix", "x4", matrices)  # (blocks, warps, 4, 32, 4)
+        # register i of x4 h: column group 2h + i // 2, half i % 2 -> (groups, halves, 32)
+        c = np.moveaxis(c.reshape(c.shape[:-1] + (2, 2)), -3, -1)
+        c = c.reshape(c.shape[:2] + (8, 2, 32))
+        groups = per_warp[:, :, chunk * 8:(chunk + 1) * 8]
+        d = epilogue_words(m, groups, c)  # (blocks, warps, 8, 2, 32)
+        d = np.moveaxis(d.reshape(d.shape[:2] + (4, 2, 2, 32)), -1, -3)
+        m.stmatrix("D_stmatrix", "x4", matrices, d.reshape(d.shape[:3] + (32, 4)))
+        m.store_global("D_gmem_store", "D", rows, cols, m.load_shared("D_smem_load", line, 16))
