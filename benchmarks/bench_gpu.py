@@ -187,8 +187,9 @@ def main() -> None:
 
 def references(M: int, N: int, K: int, rng) -> tuple[list, object, dict]:
     """ROTATE input sets (A, B, C) on the GPU, an output D, and the reference contenders:
-    cuBLAS (cupy.matmul), and torch.matmul when torch is there (cuBLAS's fastest path here; a
-    reference, never a dependency)."""
+    cuBLAS (cupy.matmul, beta 0: it reads no C), and when torch is there (a reference, never a
+    dependency) torch.matmul (cuBLAS's fastest path here) and torch.addmm (beta 1: it reads C
+    as the twins do, and writes over it)."""
     import cupy
 
     sets = [[cupy.asarray(rng.uniform(-1, 1, s).astype(np.float16))
@@ -198,6 +199,7 @@ def references(M: int, N: int, K: int, rng) -> tuple[list, object, dict]:
     torch_matmul = _torch_matmul(sets)
     if torch_matmul:
         contenders["torch", "f32"] = torch_matmul
+        contenders["torch addmm", "f32"] = _torch_addmm(sets)
     return sets, D, contenders
 
 
@@ -220,6 +222,17 @@ def _torch_matmul(sets):
         return None
     tensors = [[torch.as_tensor(x, device="cuda") for x in s[:2]] for s in sets]
     return lambda i: torch.matmul(*tensors[i % ROTATE])
+
+
+def _torch_addmm(sets):
+    """torch.addmm(C, A, B, out=C) on input set i: cuBLAS with beta 1 in place, reading C in
+    its epilogue as the twins do (torch copies nothing when out is C). C's values drift from
+    launch to launch; what is timed does not depend on them."""
+    import torch
+
+    tensors = [[torch.as_tensor(x, device="cuda") for x in s] for s in sets]
+    return lambda i: torch.addmm(tensors[i % ROTATE][2], *tensors[i % ROTATE][:2],
+                                 out=tensors[i % ROTATE][2])
 
 
 def _kernel(launchers, i: int) -> None:

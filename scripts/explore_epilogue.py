@@ -27,7 +27,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from bench_gpu import (  # noqa: E402
     LEAD_SECONDS,
-    ROTATE,
     SHAPES,
     _check_block,
     _kernel,
@@ -56,16 +55,6 @@ def _variant(launch, extra: dict):
     return dataclasses.replace(launch, defines={**launch.defines, **extra}, shared_bytes=shared)
 
 
-def _torch_addmm(sets):
-    """torch.addmm(C, A, B, out=C) on input set i: cuBLAS with beta 1 in place, reading C in
-    its epilogue as every twin does (torch copies nothing when out is C)."""
-    import torch
-
-    tensors = [[torch.as_tensor(x, device="cuda") for x in s] for s in sets]
-    return lambda i: torch.addmm(tensors[i % ROTATE][2], *tensors[i % ROTATE][:2],
-                                 out=tensors[i % ROTATE][2])
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=15)
@@ -86,8 +75,6 @@ def main() -> None:
     for M, N, K in shapes:
         sets, D, contenders = references(M, N, K, rng)
         flops = 2 * M * N * K
-        if ("torch", "f32") in contenders:
-            contenders["torch addmm", "f32"] = _torch_addmm(sets)
         for acc in args.accumulate:
             p_ = kernel.params(accumulate=acc)
             for label, extra in variants.items():

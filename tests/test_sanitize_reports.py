@@ -1,5 +1,6 @@
 """Reading compute-sanitizer's reports (no GPU): the error count and the first error line of
-each tool, from report lines logged on the H100 (docs/evidence/hw_checks_hopper_2026-11-24.jsonl)."""
+each tool, from report lines logged on the H100
+(docs/evidence/hw_checks_hopper_2026-11-24.jsonl)."""
 
 from tcsim.hw.sanitize import _errors, _first_error
 

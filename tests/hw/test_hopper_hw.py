@@ -47,16 +47,17 @@ def test_run_matches_the_cuda_twin_bit_for_bit(name, accumulate, rng):
 # kernel8 with fewer persistent blocks than tiles, so each block computes several tiles in
 # turn, its stages and barrier phases running on from one tile to the next: unequal tile counts
 # per block, a short last group of block rows, and K = 192 (3 K tiles, fewer than the 4 stages).
+@pytest.mark.parametrize("name", ["kernel8", "kernel9"])
 @pytest.mark.parametrize("persistent, group, shape", [
     (5, 3, (1024, 1024, 512)), (2, 2, (640, 512, 192)), (7, 0, (1280, 768, 4096))])
-def test_persistent_blocks_match_the_cuda_twin(persistent, group, shape, rng):
+def test_persistent_blocks_match_the_cuda_twin(name, persistent, group, shape, rng):
     M, N, K = shape
     A, B, C, alpha, beta = gemm_inputs(rng, M, N, K)
     options = {"accumulate": "f32", "persistent_blocks": persistent, "group_m": group}
-    sim = tcsim.run("kernel8", A, B, C, alpha, beta, **options).view(np.uint16)
-    got = hw.run("kernel8", A, B, C, alpha, beta, **options).view(np.uint16)
+    sim = tcsim.run(name, A, B, C, alpha, beta, **options).view(np.uint16)
+    got = hw.run(name, A, B, C, alpha, beta, **options).view(np.uint16)
     differ = int((sim != got).sum())
-    log_hw({"kernel": "kernel8", "accumulate": "f32", "shape": [M, N, K], "differ": differ,
+    log_hw({"kernel": name, "accumulate": "f32", "shape": [M, N, K], "differ": differ,
             "persistent_blocks": persistent, "group_m": group, "elements": M * N,
             "device": runtime.device_name()})
     assert differ == 0, f"kernel8 {options} {M}x{N}x{K}: {differ} of {M * N} differ"
@@ -70,8 +71,9 @@ OBSERVED = ("smsp__inst_executed_pipe_tma.sum", "l1tex__m_xbar2l1tex_read_sector
 def test_trace_matches_nsight_compute(rng):
     cases = [(name, shape, acc, {}) for name in HOPPER_KERNELS
              for shape in ((512, 1024, 1024), (1024, 512, 4096)) for acc in ("f16", "f32")]
-    cases += [("kernel8", (768, 384, 640), "f32", {"block_n": n, "warp_n": n, "group_m": 2,
-                                                   "persistent_blocks": 5}) for n in (64, 192)]
+    cases += [(name, (768, 384, 640), "f32", {"block_n": n, "warp_n": n, "group_m": 2,
+                                              "persistent_blocks": 5})
+              for name in ("kernel8", "kernel9") for n in (64, 192)]
     launches = []
     for name, (M, N, K), acc, params in cases:
         A, B, C, alpha, beta = gemm_inputs(rng, M, N, K, edge=False)
