@@ -66,6 +66,14 @@ def test_persistent_blocks_match_the_cuda_twin(name, persistent, group, shape, r
 # What Nsight Compute counts of the wgmma and TMA sites (HOPPER_METRICS, compared), and two
 # counts of the TMA pipe the trace does not predict (logged for the docs).
 OBSERVED = ("smsp__inst_executed_pipe_tma.sum", "l1tex__m_xbar2l1tex_read_sectors_pipe_tma.sum")
+# kernel9's staged epilogue works in shared memory while the producer's TMA copies fill the
+# next tile's stages: Nsight Compute counts some of its wavefronts twice, as bank conflicts, a
+# different number at each launch (26-29% more on the H100, docs/kernels.md). Its addresses
+# conflict nowhere, so the trace's wavefronts equal ncu's wavefronts minus those conflicts,
+# and the conflicts are logged, not compared.
+CONTENDED = {
+    f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum":
+        f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum" for op in ("ld", "st")}
 
 
 def test_trace_matches_nsight_compute(rng):
@@ -86,8 +94,14 @@ def test_trace_matches_nsight_compute(rng):
         log_hw({"test": "hopper_counters", "kernel": name, "shape": [M, N, K],
                 "accumulate": acc, "params": params, "trace": predicted, "ncu": measured,
                 "device": runtime.device_name()})
-        for metric in measured:
-            if metric not in OBSERVED and predicted.get(metric, 0) != measured[metric]:
-                bad.append(f"{name} {M}x{N}x{K} {acc} {metric}: trace "
-                           f"{predicted.get(metric, 0):,}, ncu {measured[metric]:,.0f}")
+        staged = tcsim.kernels.kernel_named(name).params(**params).staged_epilogue
+        expected = dict(measured)
+        if staged:  # the contended wavefronts: see CONTENDED
+            for wavefronts, conflicts in CONTENDED.items():
+                expected[wavefronts] = measured[wavefronts] - measured[conflicts]
+                del expected[conflicts]
+        for metric, value in expected.items():
+            if metric not in OBSERVED and predicted.get(metric, 0) != value:
+                bad.append(f"{name} {M}x{N}x{K} {acc} {metric}{' less conflicts' * staged}: "
+                           f"trace {predicted.get(metric, 0):,}, ncu {value:,.0f}")
     assert not bad, f"{len(bad)} counters differ:\n" + "\n".join(bad)
