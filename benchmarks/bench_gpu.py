@@ -136,8 +136,7 @@ def main() -> None:
     p.add_argument("--json", default=None)
     args = p.parse_args()
     import cupy
-    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
-        else SHAPES
+    shapes = parse_shapes(args.shapes)
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
                           "--format=csv,noheader"], capture_output=True, text=True).stdout
     print(f"GPU: {smi.strip()}; CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}; "
@@ -201,6 +200,21 @@ def references(M: int, N: int, K: int, rng) -> tuple[list, object, dict]:
         contenders["torch", "f32"] = torch_matmul
         contenders["torch addmm", "f32"] = _torch_addmm(sets)
     return sets, D, contenders
+
+
+def parse_shapes(shapes: list[str] | None) -> list[tuple[int, int, int]]:
+    """``["MxNxK", ...]`` as tuples; SHAPES when none are given."""
+    return [tuple(int(x) for x in s.split("x")) for s in shapes] if shapes else SHAPES
+
+
+def variant_parser(doc: str) -> argparse.ArgumentParser:
+    """The options of a script that times variants of a twin against the references."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=15)
+    p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
+    p.add_argument("--accumulate", nargs="*", default=["f32"])
+    p.add_argument("--json", default=None)
+    return p
 
 
 def _peak(fn, grid, block, args, i: int) -> None:

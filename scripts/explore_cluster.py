@@ -12,7 +12,6 @@ cuBLAS, torch and the variants in turns, median of ``--runs``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -22,7 +21,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from bench_gpu import SHAPES, _check_block, _kernel, interleaved_medians, references  # noqa: E402
+from bench_gpu import (  # noqa: E402
+    _check_block,
+    _kernel,
+    interleaved_medians,
+    parse_shapes,
+    references,
+    variant_parser,
+)
 
 import tcsim  # noqa: E402
 from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
@@ -37,16 +43,11 @@ VARIANTS = {  # label -> (extra defines on kernel8's twin, persistent blocks or 
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=15)
-    p.add_argument("--shapes", nargs="*", default=None)
-    p.add_argument("--accumulate", nargs="*", default=["f32"])
-    p.add_argument("--json", default=None)
+    p = variant_parser(__doc__)
     args = p.parse_args()
     import cupy
 
-    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
-        else SHAPES
+    shapes = parse_shapes(args.shapes)
     kernel = tcsim.kernels.kernel_named("kernel8")
     rng = np.random.default_rng(0)
     rows = []

@@ -15,7 +15,6 @@ with it.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -27,11 +26,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from bench_gpu import (  # noqa: E402
     LEAD_SECONDS,
-    SHAPES,
     _check_block,
     _kernel,
     interleaved_medians,
+    parse_shapes,
     references,
+    variant_parser,
 )
 
 import tcsim  # noqa: E402
@@ -56,19 +56,14 @@ def _variant(launch, extra: dict):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=15)
-    p.add_argument("--shapes", nargs="*", default=None)
-    p.add_argument("--accumulate", nargs="*", default=["f32"])
-    p.add_argument("--json", default=None)
+    p = variant_parser(__doc__)
     p.add_argument("--lead-only", action="store_true", help="only the GPU-time timing")
     p.add_argument("--variants", nargs="*", default=list(VARIANTS))
     args = p.parse_args()
     variants = {label: VARIANTS[label] for label in ["kernel8", *args.variants]}
     import cupy
 
-    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
-        else SHAPES
+    shapes = parse_shapes(args.shapes)
     kernel = tcsim.kernels.kernel_named("kernel8")
     rng = np.random.default_rng(0)
     rows = []
