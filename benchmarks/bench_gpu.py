@@ -217,6 +217,25 @@ def variant_parser(doc: str) -> argparse.ArgumentParser:
     return p
 
 
+def check_variants(kernel, p, operands, D, runs: dict, rng, acc: str) -> dict:
+    """Bits of a twin's variants: ``runs`` maps labels to functions that launch one on
+    ``operands`` (A, B, C on the GPU) into ``D``; the first is the twin itself, whose random
+    block tile is checked against `tcsim.run`, and every other D is compared with its D."""
+    import cupy
+
+    first, *_ = runs
+    runs[first]()
+    reference = D.copy()
+    out = {f"check {acc}": _check_block(kernel, p, [cupy.asnumpy(x) for x in operands],
+                                        cupy.asnumpy(D), rng)}
+    for label, go in runs.items():
+        D.fill(0)
+        go()
+        out[f"same as {first} {label} {acc}"] = bool(cupy.array_equal(
+            D.view(cupy.uint16), reference.view(cupy.uint16)))
+    return out
+
+
 def _peak(fn, grid, block, args, i: int) -> None:
     fn(grid, block, args)
 

@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from bench_gpu import (  # noqa: E402
-    _check_block,
     _kernel,
+    check_variants,
     interleaved_medians,
     parse_shapes,
     references,
@@ -45,7 +45,6 @@ VARIANTS = {  # label -> (extra defines on kernel8's twin, persistent blocks or 
 def main() -> None:
     p = variant_parser(__doc__)
     args = p.parse_args()
-    import cupy
 
     shapes = parse_shapes(args.shapes)
     kernel = tcsim.kernels.kernel_named("kernel8")
@@ -67,16 +66,9 @@ def main() -> None:
         for (label, acc), t in seconds.items():
             row[f"{label} {acc}"] = round(flops / t / 1e12, 1)
         for acc in args.accumulate:  # bits: each variant against kernel8, kernel8 against tcsim
-            contenders["kernel8", acc](0)
-            reference = D.copy()
-            row[f"check {acc}"] = _check_block(kernel, kernel.params(accumulate=acc),
-                                               [cupy.asnumpy(x) for x in sets[0]],
-                                               cupy.asnumpy(D), rng)
-            for label in VARIANTS:
-                D.fill(0)
-                contenders[label, acc](0)
-                row[f"same as kernel8 {label} {acc}"] = bool(cupy.array_equal(
-                    D.view(cupy.uint16), reference.view(cupy.uint16)))
+            runs = {label: partial(contenders[label, acc], 0) for label in VARIANTS}
+            row.update(check_variants(kernel, kernel.params(accumulate=acc), sets[0], D, runs,
+                                      rng, acc))
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.json:
