@@ -280,9 +280,10 @@ __device__ __forceinline__ uint32_t load_c(const uint16_t* __restrict__ C, const
   return EXPLORE_NO_C ? 0u : ld_global_b32(C + e.at(j, N));
 }
 
-__device__ __forceinline__ void epilogue_word(const acc_t (&acc)[ACC_REGS], int j, uint32_t c,
-                                              const EpilogueAt& e, uint16_t* __restrict__ D,
-                                              float alpha, float beta, int N) {
+// D's word j of the thread's accumulators (columns 8 (j / 2) + 2 (lane % 4), row half j % 2)
+// from C's word at the same place.
+__device__ __forceinline__ uint32_t epilogue_at(const acc_t (&acc)[ACC_REGS], int j, uint32_t c,
+                                                float alpha, float beta) {
   const int n = j / 2, half = j % 2;
 #if ACC_F32
   const float x0 = acc[4 * n + 2 * half], x1 = acc[4 * n + 2 * half + 1];
@@ -290,8 +291,14 @@ __device__ __forceinline__ void epilogue_word(const acc_t (&acc)[ACC_REGS], int 
   const float x0 = f16_to_f32(acc[2 * n + half] & 0xffffu);
   const float x1 = f16_to_f32(acc[2 * n + half] >> 16);
 #endif
+  return epilogue_pair(x0, x1, c, alpha, beta);
+}
+
+__device__ __forceinline__ void epilogue_word(const acc_t (&acc)[ACC_REGS], int j, uint32_t c,
+                                              const EpilogueAt& e, uint16_t* __restrict__ D,
+                                              float alpha, float beta, int N) {
   if (!EXPLORE_NO_D || EXPLORE_NEVER(alpha))
-    st_global_b32(D + e.at(j, N), epilogue_pair(x0, x1, c, alpha, beta));
+    st_global_b32(D + e.at(j, N), epilogue_at(acc, j, c, alpha, beta));
 }
 
 __device__ __forceinline__ void epilogue_tile(const acc_t (&acc)[ACC_REGS], const EpilogueAt& e,
@@ -371,16 +378,7 @@ __device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS
       ldmatrix_x4(w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3],
                   staging + matrix_row_offset(g));
 #pragma unroll
-    for (int j = 0; j < 16; j++) {
-      const int n = chunk * 8 + j / 2, half = j % 2;
-#if ACC_F32
-      const float x0 = acc[4 * n + 2 * half], x1 = acc[4 * n + 2 * half + 1];
-#else
-      const float x0 = f16_to_f32(acc[2 * n + half] & 0xffffu);
-      const float x1 = f16_to_f32(acc[2 * n + half] >> 16);
-#endif
-      w[j] = epilogue_pair(x0, x1, w[j], alpha, beta);
-    }
+    for (int j = 0; j < 16; j++) w[j] = epilogue_at(acc, chunk * 16 + j, w[j], alpha, beta);
     __syncwarp();
 #pragma unroll
     for (int g = 0; g < 8; g += 2)
