@@ -51,11 +51,6 @@
 
 // ---- addresses ------------------------------------------------------------------------------
 
-__device__ __forceinline__ uint32_t swizzle(uint32_t x, int bits, int base, int shift) {
-  const uint32_t yyy = ((1u << bits) - 1u) << (base + shift);
-  return x ^ ((x & yyy) >> shift);
-}
-
 // Element offset of (row, col) in the A (BM x BK) and B (BK x BN) shared tiles.
 __device__ __forceinline__ uint32_t a_offset(uint32_t row, uint32_t col) {
   return swizzle(row * BK + col, A_SWZ_BITS, A_SWZ_BASE, A_SWZ_SHIFT);

@@ -20,6 +20,12 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return a;
 }
 
+// CuTe's Swizzle<bits, base, shift> (tcsim.memory.Swizzle) on an offset.
+__device__ __forceinline__ uint32_t swizzle(uint32_t x, int bits, int base, int shift) {
+  const uint32_t yyy = ((1u << bits) - 1u) << (base + shift);
+  return x ^ ((x & yyy) >> shift);
+}
+
 __device__ __forceinline__ uint32_t ld_global_b32(const uint16_t* p) {
   uint32_t r;
   asm volatile("ld.global.b32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");

@@ -331,9 +331,10 @@ __device__ __forceinline__ void st_global_v4(uint16_t* p, const uint32_t (&r)[4]
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
                : : "l"(p), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
 }
-// Byte offset of 16-byte chunk `chunk` of row `row` in a warp's staging.
+// Byte offset of 16-byte chunk `chunk` of row `row` in a warp's staging: the 128-byte
+// swizzle, Swizzle<3, 4, 3> (chunk c of row r at c ^ (r % 8)).
 __device__ __forceinline__ uint32_t staging_offset(int row, int chunk) {
-  return row * STAGING_ROW_BYTES + (chunk ^ (row % 8)) * 16;
+  return swizzle(row * STAGING_ROW_BYTES + chunk * 16, 3, 4, 3);
 }
 
 // kernel9's epilogue (tcsim/kernels/kernel9.py), 64 columns of the warp's 16 rows at a time:

@@ -19,8 +19,7 @@
 #ifndef WN
 #define WN 32
 #endif
-typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t;
+#include "gemm_common.cuh"  // integer types, shared_address
 
 #define WARPS_N (BN / WN)
 #define THREADS (32 * (BM / WM) * WARPS_N)
@@ -30,11 +29,6 @@ typedef unsigned long long uint64_t;
 
 extern __shared__ __align__(128) unsigned char puzzle_shared[];
 
-__device__ __forceinline__ uint32_t shared_address(const void *p) {
-  uint32_t a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
 __device__ __forceinline__ uint64_t local_address(const void *p) {
   uint64_t a;
   asm("cvta.to.local.u64 %0, %1;" : "=l"(a) : "l"(p));

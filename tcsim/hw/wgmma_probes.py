@@ -164,18 +164,19 @@ def issue_function(qualifier: str, name: str, trans_b: int) -> str:
     reg_t = "float" if spec.d_type == "f32" else "u32"
     ptx, outs, ins = _asm(spec, "smem", ["1", "1", "0", str(trans_b)])
     scale = nd + 2
-    return "\n".join([
-        f"__device__ __forceinline__ void {name}({reg_t} (&d)[{nd}], u64 a, u64 b, int scale_d)",
-        "{",
-        f'    asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{scale}, 0; "',
-        f'                 "{ptx} }}"',
-        "        :",
-        _wrap(outs, " " * 10),
-        "        :",
-        _wrap(ins, " " * 10),
-        '        : "memory");',
-        "}",
-    ]) + "\n"
+    return "\n".join(_asm_function(
+        [f"__device__ __forceinline__ void {name}({reg_t} (&d)[{nd}], u64 a, u64 b, "
+         "int scale_d)"], scale, [f"{ptx} }}"], outs, ins)) + "\n"
+
+
+def _asm_function(head: list[str], scale: int, ptx: list[str], outs, ins) -> list[str]:
+    """The lines of a device function whose body is one asm statement: ``head`` (its
+    declaration), a predicate from operand ``scale`` (scale-d), then the ``ptx`` strings."""
+    return [*head, "{",
+            f'    asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{scale}, 0; "',
+            *(f'                 "{line}"' for line in ptx),
+            "        :", _wrap(outs, " " * 10), "        :", _wrap(ins, " " * 10),
+            '        : "memory");', "}"]
 
 
 def probe_kernel(qualifier: str, a_source: str) -> str:
@@ -192,23 +193,12 @@ def probe_kernel(qualifier: str, a_source: str) -> str:
         ([] if rs else ["TA"]) + ["TB"] if spec.transposable else [])
     ptx, outs, ins = _asm(spec, a_source, immediates)
     a_param = f"const u32 (&a)[{a_count}]" if rs else "u64 a"
-    call = [
-        "template <int SA, int SB, int TA, int TB>",
-        f"__device__ __forceinline__ void {name}_mma({reg_t} (&d)[{nd}], {a_param}, u64 b, "
-        "int scale_d)",
-        "{",
-        f'    asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{scale}, 0; "',
-        '                 "wgmma.fence.sync.aligned; "',
-        f'                 "{ptx} "',
-        '                 "wgmma.commit_group.sync.aligned; "',
-        '                 "wgmma.wait_group.sync.aligned 0; }"',
-        "        :",
-        _wrap(outs, " " * 10),
-        "        :",
-        _wrap(ins, " " * 10),
-        '        : "memory");',
-        "}",
-    ]
+    call = _asm_function(
+        ["template <int SA, int SB, int TA, int TB>",
+         f"__device__ __forceinline__ void {name}_mma({reg_t} (&d)[{nd}], {a_param}, u64 b, "
+         "int scale_d)"], scale,
+        ["wgmma.fence.sync.aligned; ", f"{ptx} ", "wgmma.commit_group.sync.aligned; ",
+         "wgmma.wait_group.sync.aligned 0; }"], outs, ins)
     cases = []
     for na, nb, ta, tb in _variants(spec, a_source):
         code = na | nb << 1 | ta << 2 | tb << 3

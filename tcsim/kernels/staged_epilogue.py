@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa.fragments import mma_fragment
+from ..memory.descriptors import SwizzleMode
 from .blocks import epilogue_words
 from .params import STAGING_ROW_BYTES, GemmParams
 
@@ -33,9 +34,10 @@ ROWS = 16  # a consumer warp's rows of the tile
 
 def staging_address(p: GemmParams, warp, row, chunk) -> np.ndarray:
     """Shared byte address of 16-byte chunk ``chunk`` of ``row`` in consumer warp ``warp``'s
-    staging (arrays broadcast)."""
-    return (p.staging_offset + np.asarray(warp) * ROWS * STAGING_ROW_BYTES
-            + np.asarray(row) * STAGING_ROW_BYTES + (np.asarray(chunk) ^ np.asarray(row) % 8) * 16)
+    staging (arrays broadcast): the 128-byte swizzle on the offset in the staging."""
+    offset = np.asarray(row) * STAGING_ROW_BYTES + np.asarray(chunk) * 16
+    return p.staging_offset + np.asarray(warp) * ROWS * STAGING_ROW_BYTES + \
+        SwizzleMode.B128.swizzle(offset)
 
 
 def _lines(p: GemmParams, warps: np.ndarray):
