@@ -67,12 +67,14 @@ def test_persistent_blocks_match_the_cuda_twin(name, persistent, group, shape, r
 # counts of the TMA pipe the trace does not predict (logged for the docs).
 OBSERVED = ("smsp__inst_executed_pipe_tma.sum", "l1tex__m_xbar2l1tex_read_sectors_pipe_tma.sum")
 # kernel9's staged epilogue works in shared memory while the producer's TMA copies fill the
-# next tile's stages: Nsight Compute counts some of its wavefronts twice, as bank conflicts, a
-# different number at each launch (26-29% more on the H100, docs/kernels.md). Its addresses
-# conflict nowhere: in two runs of these 6 launches ncu's wavefronts minus those conflicts
-# equalled the trace's 22 times out of 24, and in one launch (block_n 64) exceeded it by 27 of
-# 9,216 (0.3%) for ld and st alike, which no address pattern explains. So those are compared
-# within 1%, and the conflicts are logged.
+# next tile's stages and the other consumer may run wgmma. Nsight Compute then counts more
+# shared ld/st wavefronts than its addresses need, a different number at each launch of the
+# same kernel, mostly (not always) reported as bank conflicts: over three runs of these 6
+# launches, 0-36% more, and wavefronts less conflicts up to 114 of 9,216 over the trace
+# (docs/kernels.md). The trace counts what the addresses need (none of them conflict), so for
+# those two metrics it is a lower bound of wavefronts less conflicts, and the excess must stay
+# under MAX_CONTENTION; the instruction counts are compared exactly, as everywhere.
+MAX_CONTENTION = 0.5
 CONTENDED = {
     f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum":
         f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum" for op in ("ld", "st")}
@@ -104,7 +106,8 @@ def test_trace_matches_nsight_compute(rng):
                 del expected[conflicts]
         for metric, value in expected.items():
             trace = predicted.get(metric, 0)
-            if staged and metric in CONTENDED and trace <= value <= 1.01 * trace:
+            if staged and metric in CONTENDED and \
+                    trace <= value and measured[metric] <= (1 + MAX_CONTENTION) * trace:
                 continue
             if metric not in OBSERVED and trace != value:
                 bad.append(f"{name} {M}x{N}x{K} {acc} {metric}{' less conflicts' * staged}: "
