@@ -69,8 +69,8 @@ OBSERVED = ("smsp__inst_executed_pipe_tma.sum", "l1tex__m_xbar2l1tex_read_sector
 # kernel9's staged epilogue works in shared memory while the producer's TMA copies fill the
 # next tile's stages and the other consumer may run wgmma. Nsight Compute then counts more
 # shared ld/st wavefronts than its addresses need, a different number at each launch of the
-# same kernel, mostly (not always) reported as bank conflicts: over three runs of these 6
-# launches, 0-36% more, and wavefronts less conflicts up to 114 of 9,216 over the trace
+# same kernel, mostly (not always) reported as bank conflicts: over four runs of these 6
+# launches, 0-37% more, and wavefronts less conflicts up to 114 of 9,216 over the trace
 # (docs/kernels.md). The trace counts what the addresses need (none of them conflict), so for
 # those two metrics it is a lower bound of wavefronts less conflicts, and the excess must stay
 # under MAX_CONTENTION; the instruction counts are compared exactly, as everywhere.
