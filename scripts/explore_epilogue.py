@@ -36,6 +36,7 @@ from bench_gpu import (  # noqa: E402
 
 import tcsim  # noqa: E402
 from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
+from tcsim.memory.tma import TensorMap  # noqa: E402
 
 VARIANTS = {  # label -> extra defines on kernel8's twin
     "kernel8": {},
@@ -43,16 +44,34 @@ VARIANTS = {  # label -> extra defines on kernel8's twin
     "no D stores": {"EXPLORE_NO_D": 1},
     "no epilogue": {"EXPLORE_NO_EPILOGUE": 1},
     "staged": {"STAGED_EPILOGUE": 1},  # kernel9's epilogue
+    # C in and D out by TMA through per-warp buffers (hopper.cuh's TMA_STORE_EPILOGUE)
+    "tma 2 buffers": {"TMA_STORE_EPILOGUE": 1, "STORE_BUFFERS": 2, "C_EARLY": 1},
+    "tma 2 buffers, C 3 early": {"TMA_STORE_EPILOGUE": 1, "STORE_BUFFERS": 2, "C_EARLY": 3},
+    "tma 4 buffers, 3 stages": {"TMA_STORE_EPILOGUE": 1, "STORE_BUFFERS": 4, "STAGES": 3,
+                                "C_EARLY": 1},
+    "tma, cluster 2": {"TMA_STORE_EPILOGUE": 1, "STORE_BUFFERS": 2, "C_EARLY": 1,
+                       "CLUSTER_M": 2},
+    "tma, cluster 2, group 8": {"TMA_STORE_EPILOGUE": 1, "STORE_BUFFERS": 2, "C_EARLY": 1,
+                                "CLUSTER_M": 2, "GROUP_M": 8},
 }
-STAGING_BYTES = 8 * 16 * 128  # the staged epilogue: 16 rows x 128 bytes per consumer warp
+WARP_BUFFER = 16 * 128  # 16 rows x 128 bytes per consumer warp and buffer
+WARPS = 8
 
 
 def _variant(launch, extra: dict):
-    """``launch`` with ``extra`` defines (and the staged epilogue's shared memory)."""
-    shared = launch.shared_bytes
+    """``launch`` with ``extra`` defines (and the staged epilogue's shared memory and maps)."""
+    shared, maps = launch.shared_bytes, launch.tensor_maps
     if extra.get("STAGED_EPILOGUE"):
-        shared = -(-shared // 128) * 128 + STAGING_BYTES
-    return dataclasses.replace(launch, defines={**launch.defines, **extra}, shared_bytes=shared)
+        shared = -(-shared // 128) * 128 + WARPS * WARP_BUFFER
+    if extra.get("TMA_STORE_EPILOGUE"):
+        stages, buffers = extra.get("STAGES", launch.defines["STAGES"]), extra["STORE_BUFFERS"]
+        end = stages * (128 * 64 + 64 * 256) * 2 + 16 * stages + 8 * WARPS * buffers
+        shared = -(-end // 1024) * 1024 + WARPS * buffers * WARP_BUFFER
+        M, N = launch.args[6], launch.args[7]
+        box = TensorMap(M, N, 2, 16, 64, "128B")
+        maps = (*maps, ("C", box), ("D", box))
+    return dataclasses.replace(launch, defines={**launch.defines, **extra}, shared_bytes=shared,
+                               tensor_maps=maps)
 
 
 def main() -> None:

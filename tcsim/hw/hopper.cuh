@@ -71,9 +71,35 @@ struct __align__(64) TensorMap {
   unsigned long long opaque[16];
 };
 
-// The kernel's parameters: the ladder's, then A's and B's tensor maps.
-#define HOPPER_GEMM_PARAMS \
-  GEMM_PARAMS, const __grid_constant__ TensorMap tensor_a, const __grid_constant__ TensorMap tensor_b
+// kernel10: C arrives and D leaves by TMA, through STORE_BUFFERS shared buffers of 16 x 64 per
+// consumer warp. A warp's lane 0 asks for its tile's first buffers of C C_EARLY K tiles before
+// the tile ends, and never waits for a D store until it needs the buffer again.
+#ifndef TMA_STORE_EPILOGUE
+#define TMA_STORE_EPILOGUE 0
+#endif
+#ifndef C_EARLY
+#define C_EARLY 1
+#endif
+#ifndef STORE_BUFFERS
+#define STORE_BUFFERS 2
+#endif
+
+// The kernel's parameters: the ladder's, then A's and B's tensor maps (and D's, for TMA stores);
+// HOPPER_GEMM_ARGS passes them on to gemm_warp_specialized.
+#if TMA_STORE_EPILOGUE
+#define HOPPER_D_MAP \
+  , const __grid_constant__ TensorMap tensor_c, const __grid_constant__ TensorMap tensor_d
+#define HOPPER_D_POINTER , const TensorMap *tensor_c, const TensorMap *tensor_d
+#define HOPPER_D_ARG , &tensor_c, &tensor_d
+#else
+#define HOPPER_D_MAP
+#define HOPPER_D_POINTER
+#define HOPPER_D_ARG
+#endif
+#define HOPPER_GEMM_PARAMS                                                                      \
+  GEMM_PARAMS, const __grid_constant__ TensorMap tensor_a, const __grid_constant__ TensorMap tensor_b \
+  HOPPER_D_MAP
+#define HOPPER_GEMM_ARGS A, B, C, D, alpha, beta, M, N, K, &tensor_a, &tensor_b HOPPER_D_ARG
 
 #ifdef TCSIM_HOPPER
 
@@ -114,6 +140,31 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, 
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3}], [%4];"
       : : "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+
+// Copy `src` in shared memory to the box at (column c0, row c1) of the tensor map's matrix; the
+// copy joins the thread's next bulk group (bulk_commit), and the thread learns it has finished
+// reading shared memory from bulk_wait_read.
+__device__ __forceinline__ void tma_store_2d(const TensorMap* map, int c0, int c1, uint32_t src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+               : : "l"(map), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" : : : "memory");
+}
+// Until at most PENDING of the thread's bulk groups still read shared memory.
+template <int PENDING>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" : : "n"(PENDING) : "memory");
+}
+// Until at most PENDING of the thread's bulk groups have not completed (their writes done).
+template <int PENDING>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" : : "n"(PENDING) : "memory");
+}
+// The thread's shared-memory writes become visible to the async proxy (a TMA store's reads).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" : : : "memory");
 }
 
 #if CLUSTER_M > 1
@@ -235,7 +286,16 @@ extern __shared__ __align__(1024) unsigned char hopper_shared[];
 #endif
 #define STAGING_ROW_BYTES 128
 #define STAGING_WARP_BYTES (16 * STAGING_ROW_BYTES)
-#define STAGING_OFFSET ((STAGES * STAGE_BYTES + 16 * STAGES + 127) / 128 * 128)
+#if TMA_STORE_EPILOGUE  // a TMA box's 128-byte swizzle follows address bits: 1024-byte aligned
+#define STAGING_ALIGN 1024
+#define C_BARRIERS (CONSUMERS * 4 * STORE_BUFFERS)  // one per buffer: its C has arrived
+#else
+#define STAGING_ALIGN 128
+#define C_BARRIERS 0
+#endif
+#define STAGING_OFFSET                                                      \
+  ((STAGES * STAGE_BYTES + 16 * STAGES + 8 * C_BARRIERS + STAGING_ALIGN - 1) / STAGING_ALIGN * \
+   STAGING_ALIGN)
 
 
 // Which block tile (row, column of tiles) is the t-th handed out: GROUP_M 0 walks N fastest;
@@ -317,7 +377,7 @@ __device__ __forceinline__ void epilogue_tile(const acc_t (&acc)[ACC_REGS], cons
   }
 }
 
-#if STAGED_EPILOGUE
+#if STAGED_EPILOGUE || TMA_STORE_EPILOGUE
 __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2,
                                             uint32_t r3) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
@@ -349,6 +409,56 @@ __device__ __forceinline__ uint32_t matrix_row_offset(int g) {
   const int lane = threadIdx.x % 32, i = lane / 8;
   return staging_offset(lane % 8 + 8 * (i % 2), g + i / 2);
 }
+#if TMA_STORE_EPILOGUE
+// kernel10's C box of the warp's store number `x` (chunk `chunk` of its tile) into its buffer.
+__device__ __forceinline__ void load_c_box(const TensorMap* tensor_c, uint32_t staging,
+                                           uint32_t c_full, int x, int tile_row, int col) {
+  const uint32_t bar = c_full + 8 * (x % STORE_BUFFERS);
+  mbarrier_arrive_expect_tx(bar, STAGING_WARP_BYTES);
+  tma_load_2d(staging + x % STORE_BUFFERS * STAGING_WARP_BYTES, tensor_c, col, tile_row, bar);
+}
+// kernel10's epilogue, 64 columns of the warp's 16 rows at a time (store number x = stores):
+// wait for C's box in buffer x % STORE_BUFFERS -> ldmatrix.x4 (C in fragment order) -> D's
+// words -> stmatrix.x4 in place -> one TMA store of the box by lane 0; then, if the tile has
+// more chunks than buffers, lane 0 waits until that store has read the buffer and asks for
+// the C of chunk + STORE_BUFFERS in it.
+__device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], float alpha,
+                                                  float beta, uint32_t staging, uint32_t c_full,
+                                                  const TensorMap* tensor_c,
+                                                  const TensorMap* tensor_d, int tile_row,
+                                                  int tile_col, int& stores) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int chunk = 0; chunk < BN / 64; chunk++, stores++) {
+    const uint32_t buffer = staging + stores % STORE_BUFFERS * STAGING_WARP_BYTES;
+    mbarrier_wait(c_full + 8 * (stores % STORE_BUFFERS), stores / STORE_BUFFERS & 1);
+    uint32_t w[16];  // C's words, then D's: word 2g + h is columns 8g.., rows h * 8 + lane / 4
+#pragma unroll
+    for (int g = 0; g < 8; g += 2)
+      ldmatrix_x4(w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3],
+                  buffer + matrix_row_offset(g));
+#pragma unroll
+    for (int j = 0; j < 16; j++) w[j] = epilogue_at(acc, chunk * 16 + j, w[j], alpha, beta);
+    __syncwarp();
+#pragma unroll
+    for (int g = 0; g < 8; g += 2)
+      stmatrix_x4(buffer + matrix_row_offset(g), w[2 * g], w[2 * g + 1], w[2 * g + 2],
+                  w[2 * g + 3]);
+    fence_proxy_async_shared();
+    __syncwarp();
+    if (lane == 0) {
+      tma_store_2d(tensor_d, tile_col + chunk * 64, tile_row, buffer);
+      bulk_commit();
+      if (chunk + STORE_BUFFERS < BN / 64) {
+        bulk_wait_read<0>();
+        load_c_box(tensor_c, staging, c_full, stores + STORE_BUFFERS, tile_row,
+                   tile_col + (chunk + STORE_BUFFERS) * 64);
+      }
+    }
+  }
+}
+#endif
+
 __device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS],
                                                      const uint16_t* __restrict__ C,
                                                      uint16_t* __restrict__ D, float alpha,
@@ -427,10 +537,13 @@ __device__ __forceinline__ void release_stage(uint32_t bar) {
 }
 
 __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorMap* tensor_a,
-                                                      const TensorMap* tensor_b) {
+                                                      const TensorMap* tensor_b HOPPER_D_POINTER) {
   // Shared memory: STAGES x (A tile, B tile), each 1024-byte aligned, then the barriers.
   const uint32_t base = shared_address(hopper_shared);
   const uint32_t full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
+#if TMA_STORE_EPILOGUE
+  const uint32_t c_full = empty + 8 * STAGES;
+#endif
   const int warpgroup = threadIdx.x / WARPGROUP, k_tiles = K / BK;
   const int tiles_m = M / BM, tiles_n = N / BN, tiles = tiles_m * tiles_n;
   if (threadIdx.x == 0) {
@@ -438,6 +551,9 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
       mbarrier_init(full + 8 * s, 1);  // the producer's arrive.expect_tx; TMA does the rest
       mbarrier_init(empty + 8 * s, CONSUMERS * 4 * (CLUSTER_SHARE_B ? CLUSTER_M : 1));
     }
+#if TMA_STORE_EPILOGUE
+    for (int b = 0; b < C_BARRIERS; b++) mbarrier_init(c_full + 8 * b, 1);
+#endif
     fence_barrier_init();
   }
 #if CLUSTER_M > 1
@@ -482,6 +598,14 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
   setmaxnreg_inc<CONSUMER_REGISTERS>();
   const int consumer = warpgroup - 1, lane = threadIdx.x % 32;
   int it = 0;
+#if TMA_STORE_EPILOGUE
+  const int warp = threadIdx.x / 32 % 4;
+  const uint32_t staging =
+      base + STAGING_OFFSET + (consumer * 4 + warp) * STORE_BUFFERS * STAGING_WARP_BYTES;
+  const uint32_t c_full_warp = c_full + 8 * STORE_BUFFERS * (consumer * 4 + warp);
+  int stores = 0;
+  const int c_at = max(k_tiles - 1 - C_EARLY, 0);  // the K tile after whose wgmma C is asked for
+#endif
   for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
     int row, col;
     block_tile(t, tiles_m, tiles_n, row, col);
@@ -489,6 +613,9 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     acc_t acc[ACC_REGS];
 #pragma unroll
     for (int i = 0; i < ACC_REGS; i++) acc[i] = 0;
+#if TMA_STORE_EPILOGUE
+    const int warp_row = row * BM + consumer * CONSUMER_M + warp * 16;
+#endif
     for (int k = 0; k < k_tiles; k++, it++) {
       const int s = it % STAGES;
       if (!PLANT_SKIP_FIRST_WAITS || it >= STAGES)
@@ -502,6 +629,15 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
         wgmma_tile(acc, descriptor(a + kk * 32, 16, 1024),
                    descriptor(b + kk * 16 * 128, B_BOX_BYTES, 1024));
       wgmma_commit();
+#if TMA_STORE_EPILOGUE
+      if (k == c_at && lane == 0) {  // C's first boxes, once the last tile's stores read them
+        bulk_wait_read<0>();
+#pragma unroll
+        for (int chunk = 0; chunk < min(STORE_BUFFERS, BN / 64); chunk++)
+          load_c_box(tensor_c, staging, c_full_warp, stores + chunk, warp_row,
+                     col * BN + chunk * 64);
+      }
+#endif
       wgmma_wait<1>();  // the wgmma of stage it - 1 are done reading it
       fence_registers(acc);
 #if PLANT_EARLY_RELEASE
@@ -514,7 +650,10 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     fence_registers(acc);
     if (!PLANT_EARLY_RELEASE && lane == 0)
       release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
-#if STAGED_EPILOGUE
+#if TMA_STORE_EPILOGUE
+    epilogue_tile_tma(acc, alpha, beta, staging, c_full_warp, tensor_c, tensor_d, warp_row,
+                      col * BN, stores);
+#elif STAGED_EPILOGUE
     const int warp = threadIdx.x / 32 % 4;
     epilogue_tile_staged(acc, C, D, alpha, beta, N,
                          base + STAGING_OFFSET + (consumer * 4 + warp) * STAGING_WARP_BYTES,
@@ -523,6 +662,9 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     if (!EXPLORE_NO_EPILOGUE || EXPLORE_NEVER(alpha)) epilogue_tile(acc, at, C, D, alpha, beta, N);
 #endif
   }
+#if TMA_STORE_EPILOGUE
+  if (lane == 0) bulk_wait<0>();  // shared memory stays until the last stores have read it
+#endif
 #if CLUSTER_M > 1
   cluster_sync();
 #endif

@@ -50,7 +50,7 @@
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, MIN_BLOCKS) kernel8(HOPPER_GEMM_PARAMS) {
 #ifdef TCSIM_HOPPER
-  gemm_warp_specialized(A, B, C, D, alpha, beta, M, N, K, &tensor_a, &tensor_b);
+  gemm_warp_specialized(HOPPER_GEMM_ARGS);
 #else
   asm volatile("trap;");  // TMA and wgmma need sm_90a
 #endif

@@ -52,7 +52,7 @@ def _body(name: str, schedule: str) -> list[str]:
             f'extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, MIN_BLOCKS) '
             f"{name}(HOPPER_GEMM_PARAMS) {{",
             "#ifdef TCSIM_HOPPER",
-            f"  {schedule}(A, B, C, D, alpha, beta, M, N, K, &tensor_a, &tensor_b);",
+            f"  {schedule}(HOPPER_GEMM_ARGS);",
             "#else",
             '  asm volatile("trap;");  // TMA and wgmma need sm_90a',
             "#endif", "}"]
