@@ -24,7 +24,7 @@ from .isa.wmma.lowering import element_offsets, hmma_per_wmma, lower
 from .isa.wmma.spec import parse_wmma
 from .kernels import Kernel, kernel_named
 from .kernels.checks import check_mode
-from .kernels.hopper import TMA_LOAD, WGMMA
+from .kernels.hopper import TMA_LOAD, TMA_STORE, WGMMA
 from .kernels.machine import CP_ASYNC, LD_SHARED, ST_SHARED, Machine
 from .kernels.params import GemmParams
 from .kernels.roles import run_in_turn
@@ -73,7 +73,10 @@ TMA_LD_INST = "smsp__inst_executed_op_tma_ld.sum"
 TMA_LD_BYTES = "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"
 GMMA_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum"
 GMMA_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_gmma.sum"
-HOPPER_METRICS = (GMMA, TMA_LD_INST, TMA_LD_BYTES, GMMA_WAVEFRONTS, GMMA_CONFLICTS)
+TMA_ST_INST = "smsp__inst_executed_op_tma_st.sum"
+TMA_ST_BYTES = "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum"
+HOPPER_METRICS = (GMMA, TMA_LD_INST, TMA_LD_BYTES, GMMA_WAVEFRONTS, GMMA_CONFLICTS, TMA_ST_INST,
+                  TMA_ST_BYTES)
 METRICS = (LDSM, SHARED_LD_WAVEFRONTS, SHARED_LD_CONFLICTS, SHARED_ST_INST, SHARED_ST_WAVEFRONTS,
            SHARED_ST_CONFLICTS, HMMA, GLOBAL_LD_REQUESTS, GLOBAL_LD_SECTORS, GLOBAL_ST_REQUESTS,
            GLOBAL_ST_SECTORS)
@@ -103,7 +106,7 @@ class Site:
     def space(self) -> str:
         inst = self.instruction
         if inst.startswith("cp.async.bulk"):
-            return "tma"
+            return "tma_store" if ".global.shared" in inst else "tma"
         if inst.startswith("wgmma"):
             return "wgmma"
         return "async" if inst.startswith("cp.async") else "global" if ".global" in inst else \
@@ -117,6 +120,8 @@ class Site:
                     GMMA_WAVEFRONTS: self.wavefronts, GMMA_CONFLICTS: self.conflicts}
         if self.space == "tma":
             return {TMA_LD_INST: self.executions, TMA_LD_BYTES: self.sectors * SECTOR}
+        if self.space == "tma_store":
+            return {TMA_ST_INST: self.executions, TMA_ST_BYTES: self.sectors * SECTOR}
         if self.space == "tensor":
             return {HMMA: self.mma}
         if self.space == "async":  # its global side also counts among global loads (measured)
@@ -226,7 +231,7 @@ def totals(sites) -> dict[str, int]:
     spaces = {s.space for s in sites}
     out = dict.fromkeys(METRICS + (ASYNC_METRICS if "async" in spaces else ()) +
                         (LOCAL_METRICS if "local" in spaces else ()) +
-                        (HOPPER_METRICS if spaces & {"tma", "wgmma"} else ()), 0)
+                        (HOPPER_METRICS if spaces & {"tma", "tma_store", "wgmma"} else ()), 0)
     for site in sites:
         for key, value in site.metrics().items():
             out[key] = out.get(key, 0) + value
@@ -461,6 +466,12 @@ class Tracer(Counter, Machine):
 
     def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
         s = self._site(site, TMA_LOAD)  # one thread issues it: one warp instruction
+        s.executions += self.times
+        s.requests += self.times
+        s.sectors += tensor_map.box_bytes // SECTOR * self.times
+
+    def _tma_store(self, site, operand, tensor_map, source, rows, cols):
+        s = self._site(site, TMA_STORE)  # one thread issues it: one warp instruction
         s.executions += self.times
         s.requests += self.times
         s.sectors += tensor_map.box_bytes // SECTOR * self.times

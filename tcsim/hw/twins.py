@@ -22,9 +22,10 @@ SCHEDULES = {
     "kernel7": ("gemm_warp_specialized", "warp-specialized TMA + mbarrier pipeline, wgmma"),
     "kernel8": ("gemm_warp_specialized", "kernel7 on persistent blocks, L2-friendly tile order"),
     "kernel9": ("gemm_warp_specialized", "kernel8 with C and D through shared memory in lines"),
+    "kernel10": ("gemm_warp_specialized", "kernel8 with C in and D out by TMA"),
 }
 # Twins of kernels with tensor maps include hopper.cuh and exist only for sm_90a.
-HOPPER = {"kernel7", "kernel8", "kernel9"}
+HOPPER = {"kernel7", "kernel8", "kernel9", "kernel10"}
 
 
 def twin_source(name: str) -> str:

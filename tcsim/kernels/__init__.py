@@ -17,6 +17,7 @@ from .kernel6 import kernel6
 from .kernel7 import kernel7
 from .kernel8 import kernel8
 from .kernel9 import kernel9
+from .kernel10 import kernel10
 from .params import GemmParams, ProblemSizeError
 from .tf32_puzzle import tf32_puzzle
 from .wmma_basic import wmma_basic, wmma_basic_fixed
@@ -26,7 +27,7 @@ KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5, kern
 # The seeds' own kernels (docs/seeds.md): seed 003's WMMA kernels and seed 004's tf32 kernel.
 SEED_KERNELS = {k.name: k for k in (wmma_basic, wmma_basic_fixed, wmma_shared, tf32_puzzle)}
 # Hopper's own path (sm_90a): warp-specialized TMA + wgmma kernels.
-HOPPER_KERNELS = {k.name: k for k in (kernel7, kernel8, kernel9)}
+HOPPER_KERNELS = {k.name: k for k in (kernel7, kernel8, kernel9, kernel10)}
 
 
 def kernel_named(name: str | Kernel) -> Kernel:
@@ -49,5 +50,5 @@ def kernel_named(name: str | Kernel) -> Kernel:
 
 __all__ = ["GemmParams", "HOPPER_KERNELS", "KERNELS", "Kernel", "ProblemSizeError",
            "SEED_KERNELS", "kernel1", "kernel2", "kernel3", "kernel4", "kernel5", "kernel6",
-           "kernel7", "kernel8", "kernel9", "kernel_named", "tf32_puzzle", "wmma_basic",
+           "kernel7", "kernel8", "kernel9", "kernel10", "kernel_named", "tf32_puzzle", "wmma_basic",
            "wmma_basic_fixed", "wmma_shared"]

@@ -184,6 +184,11 @@ class SharedChecker:
             self.pending[block, chunk] = self.completed + len(self.groups)
             self.open_group.append((block, warp, chunk, code))
 
+    def fill(self, addresses: np.ndarray) -> None:
+        """Bytes a TMA copy writes: initialized from now on (the copy's ordering is the
+        mbarriers' business, `tcsim.kernels.happens_before`)."""
+        self.written[:, np.unique(np.asarray(addresses) // CHUNK)] = True
+
     def commit_group(self) -> None:
         self.groups.append(self.open_group)
         self.open_group = []

@@ -70,8 +70,14 @@ class Executor(Machine):
         memory[offsets[..., None] + np.arange(values.shape[-1])] = values
 
     def _load_shared(self, site, spelling, addresses, width):
+        self._role_access(site, addresses, write=False)
         words = addresses[..., None] // 4 + np.arange(width // 4)
         return self.shared[self._block_index(words.ndim), words]
+
+    def _role_access(self, site, addresses, write: bool) -> None:
+        """A role's own shared access takes part in the happens-before checks."""
+        if self.phases and self.phases.role:
+            self.phases.access(site, addresses, write)
 
     def _local_index(self, offsets, width):
         """Index arrays into ``self.local`` for each lane's ``width`` bytes at ``offsets``
@@ -114,6 +120,7 @@ class Executor(Machine):
         return wmma_regs(spec.qualifier, a, b, c)
 
     def _store_shared(self, site, addresses, registers):
+        self._role_access(site, addresses, write=True)
         words = addresses[..., None] // 4 + np.arange(4)
         self.shared[self._block_index(words.ndim), words] = registers
 
@@ -123,6 +130,7 @@ class Executor(Machine):
 
     def _ldmatrix(self, site, spelling, addresses, rows):
         inst = parse_instruction(spelling)
+        self._role_access(site, rows, write=False)
         words = rows[..., None] // 4 + np.arange(4)
         data = self.shared[self._block_index(words.ndim), words]  # (blocks, ..., 8N, 4)
         frag = ldmatrix_fragment(inst.matrices, inst.transpose)
@@ -132,6 +140,7 @@ class Executor(Machine):
         inst = parse_instruction(spelling)
         frag = ldmatrix_fragment(inst.matrices, inst.transpose)
         matrix = frag.scatter_bits(frag.from_registers(registers))  # (blocks, ..., 8N, 8)
+        self._role_access(site, rows, write=True)
         words = rows[..., None] // 4 + np.arange(4)
         self.shared[self._block_index(words.ndim), words] = \
             np.ascontiguousarray(matrix).view(np.uint32)
@@ -172,6 +181,23 @@ class Executor(Machine):
         if barriers.pay(index, tensor_map.box_bytes, self._who(f"site {site!r}")) \
                 and self.phases:
             self.phases.complete(barriers, index)
+
+    def _tma_store(self, site, operand, tensor_map, source, rows, cols):
+        e = tensor_map.element_bytes
+        offsets = tensor_map.box_offsets(source)
+        if self.phases:
+            self.phases.bulk_read(site, offsets)
+        elements, inside = tensor_map.box_elements(rows, cols)  # (blocks, box rows, box cols)
+        values = self.shared.view(np.dtype(f"u{e}"))[:, offsets // e]
+        self.memory[operand][elements[inside]] = values[inside]  # TMA clips the box
+
+    def _bulk_commit(self):
+        if self.phases:
+            self.phases.bulk_commit()
+
+    def _bulk_wait_read(self, pending):
+        if self.phases:
+            self.phases.bulk_retire(pending)
 
     def _wgmma(self, site, spec, desc_a, desc_b, acc, trans_b):
         a = self._descriptor_tile(site, spec, "a", desc_a, "K", spec.m)  # (blocks, groups, 64, K)

@@ -7,8 +7,9 @@ unless a chain of phases orders them. `PhaseChecker` decides that with *vector c
 counter per agent, so it finds a race whichever interleaving the executor happened to run:
 
 - the agents are each role, each role's wgmma (its reads run on after the instruction issues,
-  until a ``wgmma.wait_group`` retires their group) and each mbarrier (TMA copies write in the
-  background and are seen once the barrier's phase completes);
+  until a ``wgmma.wait_group`` retires their group), each role's TMA stores (they read shared
+  memory until a ``cp.async.bulk.wait_group.read`` retires their bulk group) and each mbarrier
+  (TMA copies write in the background and are seen once the barrier's phase completes);
 - an arrival *releases* its role's clock into the barrier's current phase, and so does a TMA
   copy, whose bytes are stamped with (barrier, phase); a wait that succeeds *acquires* the
   clock of the phase that completed;
@@ -16,8 +17,10 @@ counter per agent, so it finds a race whichever interleaving the executor happen
   latest read; an access is ordered after an earlier one once the accessing role's clock has
   reached the earlier stamp. A write orders every read before it, so it clears them.
 
-A consumer reading a stage before its phase completes, and a producer refilling a stage whose
-wgmma group has not retired, are `StageRaceError`s the first time both accesses happen.
+A consumer reading a stage before its phase completes, a producer refilling a stage whose
+wgmma group has not retired, and a buffer written again while a TMA store may still read it
+are `StageRaceError`s the first time both accesses happen. A role's own loads and stores
+(ld/st.shared, ldmatrix, stmatrix) take part too, stamped with the role's clock.
 
 It also checks that a wgmma descriptor reads what the copies wrote: every chunk a TMA copy
 writes is tagged with the matrix coordinates of its first element, and the elements one
@@ -37,6 +40,9 @@ from .checks import CHUNK, Report, SimulationError, UninitializedReadError, firs
 from .roles import Barriers
 
 Clock = dict[str, int]  # agent -> stamp; a missing agent is 0
+# An agent: (name, kind, role): kind "copy" (a barrier's TMA copies; no role), "wgmma" or
+# "store" (a role's asynchronous readers), "role" (the role's own accesses).
+Agent = tuple[str, str, str]
 
 
 class StageRaceError(SimulationError):
@@ -57,6 +63,10 @@ def _wgmma_agent(role: str) -> str:
     return f"{role}' wgmma" if role.endswith("s") else f"{role}'s wgmma"
 
 
+def _store_agent(role: str) -> str:
+    return f"{role}' TMA stores" if role.endswith("s") else f"{role}'s TMA stores"
+
+
 class PhaseChecker:
     """Happens-before between the roles of one group of blocks (they all run one schedule, so
     one state serves them). ``who()`` names the blocks for a message."""
@@ -69,9 +79,8 @@ class PhaseChecker:
         self.open: dict[tuple[str, int], Clock] = {}  # released into a phase still running
         self.done: dict[tuple[str, int], Clock] = {}  # the last completed phase's clock
         self.committed: dict[str, int] = {}  # wgmma groups committed, per role
-        # (name, kind): kind "copy" for a barrier's TMA copies, else the role a wgmma agent
-        # reads for ("producer", "consumers").
-        self.agents: list[tuple[str, str]] = []
+        self.bulk_committed: dict[str, int] = {}  # bulk groups (TMA stores), per role
+        self.agents: list[Agent] = []
         self.sites: list[str] = []
         self.write_agent = np.full(chunks, -1, np.int32)
         self.write_stamp = np.zeros(chunks, np.int64)
@@ -116,8 +125,19 @@ class PhaseChecker:
 
     def retire(self, pending: int) -> None:
         """``wgmma.wait_group pending``: the role's older groups no longer read."""
-        agent = _wgmma_agent(self.role)
-        retired = max(self.committed.get(self.role, 0) - pending, 0)
+        self._retire(_wgmma_agent(self.role), self.committed, pending)
+
+    def bulk_commit(self) -> None:
+        """``cp.async.bulk.commit_group`` by the running role."""
+        self.bulk_committed[self.role] = self.bulk_committed.get(self.role, 0) + 1
+
+    def bulk_retire(self, pending: int) -> None:
+        """``cp.async.bulk.wait_group.read pending``: the role's older TMA stores no longer
+        read shared memory."""
+        self._retire(_store_agent(self.role), self.bulk_committed, pending)
+
+    def _retire(self, agent: str, committed: dict[str, int], pending: int) -> None:
+        retired = max(committed.get(self.role, 0) - pending, 0)
         self.clock[agent] = max(self.clock.get(agent, 0), retired)
 
     # ---- accesses ------------------------------------------------------------------------------
@@ -129,7 +149,7 @@ class PhaseChecker:
         first = offsets % CHUNK == 0
         chunks = offsets[first] // CHUNK
         phase = int(barriers.phase[index])
-        self._write(site, chunks, (barriers.label(index), "copy"), phase + 1)
+        self._write(site, chunks, (barriers.label(index), "copy", ""), phase + 1)
         self.release(barriers, index)
         i, j = np.nonzero(first)
         if operand not in self.matrices:
@@ -142,11 +162,24 @@ class PhaseChecker:
         """A wgmma of the running role reads its ``operand`` ("a" or "b") at byte
         ``addresses`` (rows, K) through ``descriptor``, until its group retires."""
         chunks = np.unique(addresses // CHUNK)
-        self._read(site, chunks, (_wgmma_agent(self.role), self.role),
+        self._read(site, chunks, (_wgmma_agent(self.role), "wgmma", self.role),
                    self.committed.get(self.role, 0) + 1)
         self._check_layout(site, operand, descriptor, addresses, element_bytes, major)
 
-    def _agent(self, agent: tuple[str, str]) -> int:
+    def bulk_read(self, site: str, addresses: np.ndarray) -> None:
+        """A TMA store of the running role reads shared bytes ``addresses`` until its bulk
+        group retires."""
+        self._read(site, np.unique(addresses // CHUNK),
+                   (_store_agent(self.role), "store", self.role),
+                   self.bulk_committed.get(self.role, 0) + 1)
+
+    def access(self, site: str, addresses: np.ndarray, write: bool) -> None:
+        """The running role's own load or store of shared bytes ``addresses``."""
+        chunks = np.unique(np.asarray(addresses) // CHUNK)
+        agent, stamp = (self.role, "role", self.role), self.clock[self.role]
+        (self._write if write else self._read)(site, chunks, agent, stamp)
+
+    def _agent(self, agent: Agent) -> int:
         if agent not in self.agents:
             self.agents.append(agent)
         return self.agents.index(agent)
@@ -158,9 +191,10 @@ class PhaseChecker:
 
     def _seen(self) -> np.ndarray:
         """The running role's clock as an array over the agents."""
-        return np.array([self.clock.get(name, 0) for name, _ in self.agents] or [0], np.int64)
+        return np.array([self.clock.get(name, 0) for name, _, _ in self.agents] or [0],
+                        np.int64)
 
-    def _read(self, site: str, chunks: np.ndarray, agent: tuple[str, str], stamp: int) -> None:
+    def _read(self, site: str, chunks: np.ndarray, agent: Agent, stamp: int) -> None:
         written = self.write_agent[chunks] >= 0
         if not written.all():
             c = int(chunks[first_index(~written)])
@@ -176,7 +210,7 @@ class PhaseChecker:
         stamps[chunks] = stamp
         sites[chunks] = self._site(site)
 
-    def _write(self, site: str, chunks: np.ndarray, agent: tuple[str, str], stamp: int) -> None:
+    def _write(self, site: str, chunks: np.ndarray, agent: Agent, stamp: int) -> None:
         self._check_write_seen(site, chunks[self.write_agent[chunks] >= 0], "overwrites")
         seen = self.clock
         for a, (stamps, sites) in self.reads.items():
@@ -197,21 +231,24 @@ class PhaseChecker:
             self._race(site, verb, c, self.agents[self.write_agent[c]], int(self.write_stamp[c]),
                        self.sites[self.write_site[c]], "writing")
 
-    def _race(self, site: str, verb: str, chunk: int, agent: tuple[str, str], stamp: int,
+    def _race(self, site: str, verb: str, chunk: int, agent: Agent, stamp: int,
               other_site: str, other: str) -> None:
         """Report an access at ``site`` that no phase orders after ``agent``'s ``other`` (read
         or write) stamped ``stamp`` at ``other_site``."""
-        name, kind = agent
+        name, kind, role = agent
+        wait = {"wgmma": "wgmma.wait_group", "store": "cp.async.bulk.wait_group.read"}.get(kind)
         if kind == "copy":  # a barrier's: a TMA copy completing on one of its phases
             earlier = f"the TMA copy at site {other_site!r}"
             missing = (f"the copy completes on {name} phase {stamp - 1}, which role "
                        f"{self.role!r} did not wait for")
-        else:  # a role's wgmma
-            role = kind
+        elif kind == "role":  # another role's own access
+            earlier = f"role {role!r} at site {other_site!r}"
+            missing = f"no mbarrier phase that role {self.role!r} waited for follows it"
+        else:  # a role's wgmma or TMA stores
             earlier = f"{name} at site {other_site!r} (group {stamp})"
-            missing = (f"role {role!r} did not retire that group (wgmma.wait_group) before the "
+            missing = (f"role {role!r} did not retire that group ({wait}) before the "
                        f"arrival that lets role {self.role!r} in" if role != self.role else
-                       "that group has not retired (wgmma.wait_group)")
+                       f"that group has not retired ({wait})")
         self.report(StageRaceError(
             f"{self.report.kernel}: {self.who()}: role {self.role!r} {verb} shared bytes "
             f"{chunk * CHUNK:#x}..{chunk * CHUNK + CHUNK - 1:#x} at site {site!r} while "

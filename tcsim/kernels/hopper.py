@@ -28,6 +28,7 @@ from .roles import Barriers, PhaseError, Role, Waiting
 
 BARRIER_BYTES = 8
 TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
 WGMMA = "wgmma.mma_async.sync.aligned."
 
 
@@ -70,23 +71,58 @@ class HopperInstructions:
     def tma_load(self, site: str, operand: str, destination: int, rows: int, cols: int,
                  k_tile: int, barriers: Barriers, index: int) -> None:
         """``cp.async.bulk.tensor.2d`` of the box of ``operand``'s tensor map at (rows, cols)
-        of the block's tile (K tile ``k_tile``) to shared byte ``destination``; its bytes
-        complete on ``barriers[index]``."""
-        tensor_map = self.tensor_maps[operand]
-        if destination % SHARED_ALIGN or destination < 0 or \
-                destination + tensor_map.box_bytes > self.params.shared_bytes:
-            raise SharedAddressError(
-                f"{self.kernel} site {site!r}: a TMA box of {tensor_map.box_bytes} bytes at "
-                f"{destination:#x} must be {SHARED_ALIGN}-byte aligned inside the block's "
-                f"{self.params.shared_bytes} bytes", site=site, address=destination)
-        p = self.params
-        origin_rows, origin_cols = {"A": (self.block_rows * p.block_m, k_tile * p.block_k),
-                                    "B": (k_tile * p.block_k, self.block_cols * p.block_n)
-                                    }[operand]
-        rows = np.broadcast_to(origin_rows + rows, self.block_rows.shape)
-        cols = np.broadcast_to(origin_cols + cols, self.block_rows.shape)
+        of the block's tile (of A and B: of K tile ``k_tile``) to shared byte
+        ``destination``; its bytes complete on ``barriers[index]``."""
+        tensor_map, rows, cols = self._box(site, operand, destination, rows, cols, k_tile)
+        if self.checker is not None:  # bytes the copy writes, for the ladder's own checks
+            self.checker.fill(tensor_map.box_offsets(destination))
         self._tma_load(site, operand, tensor_map, destination, rows, cols,
                        barriers, self._barrier_index(barriers, index))
+
+    def tma_store(self, site: str, operand: str, source: int, rows: int, cols: int) -> None:
+        """``cp.async.bulk.tensor.2d.global.shared::cta.bulk_group``: the box at shared byte
+        ``source`` to (rows, cols) of the block's tile of ``operand`` (D). It reads shared
+        memory in the background until `bulk_wait_read` retires its group; the writes it reads
+        must come before a `fence_proxy_async`."""
+        tensor_map, rows, cols = self._box(site, operand, source, rows, cols, 0)
+        self._tma_store(site, operand, tensor_map, source, rows, cols)
+
+    def _box(self, site: str, operand: str, address: int, rows: int, cols: int, k_tile: int):
+        """The operand's tensor map and the box's global origin (blocks,), its shared address
+        checked."""
+        if operand not in self.tensor_maps:
+            raise ValueError(f"{self.kernel} site {site!r}: the kernel has no tensor map for "
+                             f"{operand} (it has {', '.join(self.tensor_maps) or 'none'})")
+        tensor_map = self.tensor_maps[operand]
+        if address % SHARED_ALIGN or address < 0 or \
+                address + tensor_map.box_bytes > self.params.shared_bytes:
+            raise SharedAddressError(
+                f"{self.kernel} site {site!r}: a TMA box of {tensor_map.box_bytes} bytes at "
+                f"{address:#x} must be {SHARED_ALIGN}-byte aligned inside the block's "
+                f"{self.params.shared_bytes} bytes", site=site, address=address)
+        p = self.params
+        tile = (self.block_rows * p.block_m, self.block_cols * p.block_n)
+        origin_rows, origin_cols = {"A": (tile[0], k_tile * p.block_k),
+                                    "B": (k_tile * p.block_k, tile[1])}.get(operand, tile)
+        rows = np.broadcast_to(origin_rows + rows, self.block_rows.shape)
+        cols = np.broadcast_to(origin_cols + cols, self.block_rows.shape)
+        return tensor_map, rows, cols
+
+    def bulk_commit(self) -> None:
+        """``cp.async.bulk.commit_group``: the TMA stores issued since the last commit form a
+        bulk group (each issuing thread has its own; a schedule's warps commit in step)."""
+        self._bulk_commit()
+
+    def bulk_wait_read(self, pending: int) -> None:
+        """``cp.async.bulk.wait_group.read``: at most ``pending`` bulk groups still read shared
+        memory; the buffers of the older ones may be written again."""
+        self._bulk_wait_read(integer(pending, f"{self.kernel}: cp.async.bulk.wait_group.read "
+                                              "takes a count of pending groups, which",
+                                     minimum=0, type_error=ValueError))
+
+    def fence_proxy_async(self) -> None:
+        """``fence.proxy.async.shared::cta``: the thread's shared-memory writes become visible
+        to the async proxy (a TMA store issued after reads them)."""
 
     def wgmma(self, site: str, qualifier: str, desc_a, desc_b, acc: np.ndarray,
               trans_b: bool = False) -> np.ndarray:
@@ -137,6 +173,13 @@ class HopperInstructions:
     def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers,
                   index) -> None:
         raise NotImplementedError
+
+    def _tma_store(self, site, operand, tensor_map, source, rows, cols) -> None:
+        raise NotImplementedError
+
+    def _bulk_commit(self) -> None: ...
+
+    def _bulk_wait_read(self, pending: int) -> None: ...
 
     def _wgmma(self, site, spec, desc_a, desc_b, acc, trans_b) -> np.ndarray:
         raise NotImplementedError

@@ -89,6 +89,9 @@ class Kernel:
             out["CONSUMERS"] = p.consumers
             out["GROUP_M"] = p.group_m
             out["STAGED_EPILOGUE"] = p.staged_epilogue
+            if p.store_buffers:
+                out["TMA_STORE_EPILOGUE"] = 1
+                out["STORE_BUFFERS"] = p.store_buffers
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         out.update(self.options)
         for tile in self.tiles(p):  # none for a kernel without shared tiles

@@ -32,6 +32,8 @@ from .kernel import Kernel, require
 from .params import GemmParams
 from .scheduler import blocks_launched
 from .staged_epilogue import staged_epilogue
+from .tma_epilogue import C_EARLY, TmaEpilogue, c_barriers
+from .tma_epilogue import tensor_maps as epilogue_maps
 
 SWIZZLE = SwizzleMode.B128
 REGISTERS = (("CONSUMER_REGISTERS", 232), ("PRODUCER_REGISTERS", 40))  # setmaxnreg
@@ -53,9 +55,11 @@ def requires(p: GemmParams) -> None:
 
 
 def tensor_maps(p: GemmParams, M: int, N: int, K: int) -> tuple[tuple[str, TensorMap], ...]:
-    """A's map (block_m x 64 boxes) and B's (64 x 64 boxes), both 128-byte swizzled."""
+    """A's map (block_m x 64 boxes) and B's (64 x 64 boxes), both 128-byte swizzled; with the
+    TMA epilogue, C's and D's (`tcsim.kernels.tma_epilogue`)."""
     return (("A", TensorMap(M, K, 2, p.block_m, p.block_k, SWIZZLE)),
-            ("B", TensorMap(K, N, 2, p.block_k, B_BOX, SWIZZLE)))
+            ("B", TensorMap(K, N, 2, p.block_k, B_BOX, SWIZZLE)),
+            *(epilogue_maps(M, N) if p.store_buffers else ()))
 
 
 def tiles(p: GemmParams) -> tuple:
@@ -81,6 +85,8 @@ def program(m, p: GemmParams, plant: str = "") -> None:
     full = m.mbarriers("full", stages, p.stages, arrivals=1)
     empty = m.mbarriers("empty", stages + BARRIER_BYTES * p.stages, p.stages,
                         arrivals=4 * p.consumers)
+    tma_epilogue = TmaEpilogue(m, p, c_barriers(m, p, stages + 2 * BARRIER_BYTES * p.stages)) \
+        if p.store_buffers else None
     m.sync()
     qualifier = f"m64n{p.block_n}k16.{p.accumulate}.f16.f16"
     n = m.k_tile_count
@@ -106,30 +112,48 @@ def program(m, p: GemmParams, plant: str = "") -> None:
                         m.tma_load("B_tma", "B", a + p.a_tile_bytes + box * box_bytes,
                                    0, box * B_BOX, k, full, s)
 
+    def k_tile(t, k, acc, after_issue=None):  # one K tile of the consumers' main loop
+        it = t * n + k
+        s = it % p.stages
+        if plant != "skip_first_waits" or it >= p.stages:
+            yield from m.wait(full, s, (it // p.stages) & 1)
+        m.wgmma_fence()
+        for kk in range(p.block_k // 16):
+            acc = m.wgmma("wgmma", qualifier, *descriptors(p, s, kk, swizzle), acc,
+                          trans_b=True)
+        m.wgmma_commit()
+        if after_issue:  # while the tensor pipe works
+            after_issue()
+        m.wgmma_wait(1)  # the wgmma of iteration it - 1 no longer read its stage
+        if early_release:  # (the bug) stage it, whose wgmma may still be reading
+            m.arrive(empty, s, count=4 * p.consumers)
+        elif k > 0:  # lane 0 of each consumer warp
+            m.arrive(empty, (it - 1) % p.stages, count=4 * p.consumers)
+        return acc
+
     def consumers():
         fragment = wgmma_fragment(qualifier, "d")
+        # kernel10 asks for C after the wgmma of K tile `early` (a loop of its own: the
+        # tracer counts one iteration of a loop for all of them)
+        early = max(n - 1 - C_EARLY, 0) if tma_epilogue else n
         for t in m.tiles():
             acc = m.zeros(p.consumers, 128, fragment.registers)
-            for k in m.k_tiles():
-                it = t * n + k
-                s = it % p.stages
-                if plant != "skip_first_waits" or it >= p.stages:
-                    yield from m.wait(full, s, (it // p.stages) & 1)
-                m.wgmma_fence()
-                for kk in range(p.block_k // 16):
-                    acc = m.wgmma("wgmma", qualifier, *descriptors(p, s, kk, swizzle), acc,
-                                  trans_b=True)
-                m.wgmma_commit()
-                m.wgmma_wait(1)  # the wgmma of iteration it - 1 no longer read its stage
-                if early_release:  # (the bug) stage it, whose wgmma may still be reading
-                    m.arrive(empty, s, count=4 * p.consumers)
-                elif k > 0:  # lane 0 of each consumer warp
-                    m.arrive(empty, (it - 1) % p.stages, count=4 * p.consumers)
+            for k in m.k_tiles(0, early):
+                acc = yield from k_tile(t, k, acc)
+            for k in m.k_tiles(early, min(early + 1, n)):
+                acc = yield from k_tile(t, k, acc, lambda t=t: tma_epilogue.ask_first(t, plant))
+            for k in m.k_tiles(early + 1, n):
+                acc = yield from k_tile(t, k, acc)
             m.wgmma_wait(0)
             if not early_release:  # the last stage
                 m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)
+            if tma_epilogue:
+                yield from tma_epilogue.run(t, acc, plant)
+                continue
             with m.tile(t):
                 (staged_epilogue if p.staged_epilogue else epilogue_tile)(m, p, acc)
+        if tma_epilogue:
+            tma_epilogue.finish()
 
     m.run_roles(("producer", producer()), ("consumers", consumers()))
 

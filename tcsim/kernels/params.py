@@ -30,8 +30,10 @@ TYPE_BYTES = {"f16": 2, "f32": 4}
 # M / block_m) blocks, where CUDA allows at most 65,535 along y.
 MAX_SIZE = 2**31 - 1
 MAX_GRID_Y = 65535
-ZERO_ALLOWED = ("stages", "producers", "group_m", "persistent_blocks", "staged_epilogue")
+ZERO_ALLOWED = ("stages", "producers", "group_m", "persistent_blocks", "staged_epilogue",
+                "store_buffers")
 STAGING_ROW_BYTES = 128  # a staged epilogue's row: 64 f16 columns
+TMA_SWIZZLE_ALIGN = 1024  # a 128-byte swizzled TMA box in shared memory starts here
 
 
 class ProblemSizeError(ValueError):
@@ -70,6 +72,9 @@ class GemmParams:
     # 1: the epilogue moves C and D through shared memory in whole 128-byte lines, each
     # consumer warp through its own staging of 16 rows x 64 columns (kernel9).
     staged_epilogue: int = 0
+    # n > 0: C arrives and D leaves by TMA, through n buffers of 16 rows x 64 columns per
+    # consumer warp, each with an mbarrier its C completes on (kernel10).
+    store_buffers: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -109,6 +114,12 @@ class GemmParams:
             "staged_epilogue is 0 or 1, and 1 only for a warp-specialized kernel (producers=1) "
             f"whose block_n is a multiple of 64, got staged_epilogue={self.staged_epilogue}, "
             f"producers={self.producers}, block_n={self.block_n}")
+        self._require(not self.store_buffers or (
+            self.producers and self.block_n % 64 == 0 and not self.staged_epilogue),
+            "store_buffers > 0 (the TMA epilogue) needs a warp-specialized kernel (producers=1) "
+            "whose block_n is a multiple of 64, and no staged_epilogue, got "
+            f"store_buffers={self.store_buffers}, producers={self.producers}, "
+            f"block_n={self.block_n}, staged_epilogue={self.staged_epilogue}")
         copied_by_threads = self.stages and not self.producers  # TMA copies whole tiles
         for name, rows, cols in (("A", self.block_m, self.block_k),
                                  ("B", self.block_k, self.block_n))[:2 if copied_by_threads else 0]:
@@ -192,20 +203,29 @@ class GemmParams:
 
     @property
     def barrier_bytes(self) -> int:
-        """A warp-specialized kernel's mbarriers: a full and an empty one (8 bytes each) per
-        stage, after the stages."""
-        return 16 * self.stages if self.producers else 0
+        """A warp-specialized kernel's mbarriers, 8 bytes each, after the stages: a full and an
+        empty one per stage, then the TMA epilogue's one per buffer of C."""
+        return 16 * self.stages + 8 * self.c_barriers if self.producers else 0
+
+    @property
+    def c_barriers(self) -> int:
+        """The TMA epilogue's barriers: one per consumer warp and buffer (else 0)."""
+        return 4 * self.consumers * self.store_buffers
 
     @property
     def staging_offset(self) -> int:
-        """Where a staged epilogue's buffers start: after the barriers, on a 128-byte row."""
+        """Where an epilogue's buffers start: after the barriers, on a 128-byte row (1024
+        bytes for TMA boxes, whose 128-byte swizzle follows the address bits)."""
         end = self.stages * self.stage_bytes + self.barrier_bytes
-        return -(-end // STAGING_ROW_BYTES) * STAGING_ROW_BYTES
+        align = TMA_SWIZZLE_ALIGN if self.store_buffers else STAGING_ROW_BYTES
+        return -(-end // align) * align
 
     @property
     def staging_bytes(self) -> int:
-        """A staged epilogue's buffers: 16 rows of 128 bytes per consumer warp (else 0)."""
-        return self.staged_epilogue * 4 * self.consumers * 16 * STAGING_ROW_BYTES
+        """An epilogue's buffers of 16 rows of 128 bytes: one per consumer warp for the
+        staged epilogue, ``store_buffers`` for the TMA one (else 0)."""
+        buffers = self.staged_epilogue + self.store_buffers
+        return buffers * 4 * self.consumers * 16 * STAGING_ROW_BYTES
 
     @property
     def shared_bytes(self) -> int:

@@ -49,9 +49,9 @@ def _lines(p: GemmParams, warps: np.ndarray):
     return staging_address(p, warps[:, None, None], row, chunk), row, 8 * chunk
 
 
-def _matrices(p: GemmParams, warps: np.ndarray) -> np.ndarray:
+def matrix_addresses(p: GemmParams, warps: np.ndarray) -> np.ndarray:
     """ldmatrix/stmatrix.x4 row addresses, (warps, 4, 32): x4 number h, lane 8i + r addresses
-    row r + 8 (i % 2) of column group 2h + i // 2."""
+    row r + 8 (i % 2) of column group 2h + i // 2 (``warps`` number the 2 KiB buffers)."""
     lane = np.arange(32)
     i, r = lane // 8, lane % 8
     group = 2 * np.arange(4)[:, None] + i // 2
@@ -67,7 +67,7 @@ def staged_epilogue(m, p: GemmParams, acc: np.ndarray) -> None:
     per_warp = acc.reshape(acc.shape[0], warps.size, 32, p.block_n // 8, regs)
     per_warp = np.moveaxis(per_warp, 2, 3)  # (blocks, warps, column groups, 32, registers)
     line, row, col = _lines(p, warps)
-    matrices = _matrices(p, warps)
+    matrices = matrix_addresses(p, warps)
     rows = ROWS * warps[:, None, None] + row
     for chunk in range(p.block_n // CHUNK_COLUMNS):
         cols = chunk * CHUNK_COLUMNS + col

@@ -1,0 +1,121 @@
+"""kernel10's epilogue: C arrives and D leaves by TMA, and no warp waits for a store.
+
+kernel9's consumers still spend their tile's end on global memory: they wait for C's loads and
+issue D's stores themselves while the tensor pipe idles (docs/kernels.md). Here each consumer
+warp has ``store_buffers`` buffers of 16 rows x 64 columns (2 KiB, the 128-byte swizzle that
+TMA and kernel9's staging share), each with an mbarrier, and lane 0 moves whole boxes:
+
+1. ``C_EARLY`` K tiles before its tile ends, after issuing that K tile's wgmma, lane 0 waits
+   until its earlier TMA stores have read their buffers (``cp.async.bulk.wait_group.read 0``)
+   and asks for the first buffers of C (``cp.async.bulk.tensor`` of its 16 x 64 box,
+   ``arrive.expect_tx`` of 2 KiB on the buffer's barrier): they arrive while the tensor pipe
+   works;
+2. per 64 columns: wait for the buffer's barrier, ``ldmatrix.x4`` hands every lane its C words
+   in the accumulators' order, the ladder's arithmetic, ``stmatrix.x4`` D's words to the same
+   places, ``fence.proxy.async`` (the TMA store reads what the warp wrote), and lane 0 issues
+   the box's TMA store (``cp.async.bulk.tensor...global.shared::cta.bulk_group``, one bulk
+   group). With more chunks than buffers, lane 0 then waits until that store has read the
+   buffer and asks for the C of the chunk ``store_buffers`` ahead in it.
+
+The warps never wait for a store to reach global memory; only the kernel's end waits for the
+last ones. A buffer is refilled only after its store's group retired: the happens-before
+checks report a schedule that does not wait (`tcsim.kernels.planted`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa.fragments import mma_fragment
+from ..memory.descriptors import SwizzleMode
+from ..memory.tma import TensorMap
+from .blocks import epilogue_words
+from .params import GemmParams
+from .staged_epilogue import CHUNK_COLUMNS, ROWS, matrix_addresses
+
+C_EARLY = 1  # K tiles before the tile's end at which its C is asked for (hopper.cuh: C_EARLY)
+BOX_BYTES = ROWS * CHUNK_COLUMNS * 2
+
+
+def tensor_maps(M: int, N: int) -> tuple[tuple[str, TensorMap], ...]:
+    """C's and D's maps: boxes of a warp's 16 rows x 64 columns, 128-byte swizzled."""
+    box = TensorMap(M, N, 2, ROWS, CHUNK_COLUMNS, SwizzleMode.B128)
+    return ("C", box), ("D", box)
+
+
+def c_barriers(m, p: GemmParams, address: int):
+    """One mbarrier per consumer warp and buffer (warp w's buffer b is ``w * buffers + b``),
+    completed by lane 0's ``arrive.expect_tx`` and its C box."""
+    return m.mbarriers("c_full", address, p.c_barriers, arrivals=1)
+
+
+class TmaEpilogue:
+    """The consumers' epilogue state across their tiles: ``stores`` counts each warp's stores
+    so far (they move in step), so store x uses buffer x % buffers in phase x // buffers."""
+
+    def __init__(self, m, p: GemmParams, c_full) -> None:
+        self.m, self.p, self.c_full = m, p, c_full
+        self.buffers = p.store_buffers
+        self.stores = 0
+        self.warps = np.arange(4 * p.consumers)
+        self.chunks = p.block_n // CHUNK_COLUMNS
+
+    def buffer(self, warp: int, x: int) -> int:
+        """Shared address of warp ``warp``'s buffer of store number ``x``."""
+        return self.p.staging_offset + (warp * self.buffers + x % self.buffers) * BOX_BYTES
+
+    def _load_c(self, x: int, chunk: int) -> None:
+        """Lane 0 of every consumer warp asks for its box of the tile's ``chunk`` in store
+        ``x``'s buffer (inside ``m.tile``)."""
+        for w in self.warps:
+            index = int(w) * self.buffers + x % self.buffers
+            self.m.arrive(self.c_full, index, expect_tx=BOX_BYTES)
+            self.m.tma_load("C_tma", "C", self.buffer(int(w), x), ROWS * int(w),
+                            CHUNK_COLUMNS * chunk, 0, self.c_full, index)
+
+    def ask_first(self, t: int, plant: str = "") -> None:
+        """Step 1, C_EARLY K tiles before tile ``t`` ends."""
+        if plant != "no_store_wait":
+            self.m.bulk_wait_read(0)
+        with self.m.tile(t):
+            for chunk in range(min(self.buffers, self.chunks)):
+                self._load_c(self.stores + chunk, chunk)
+
+    def run(self, t: int, acc: np.ndarray, plant: str = ""):
+        """Step 2 on the consumers' accumulators ``acc`` (blocks, consumers, 128, registers)
+        of tile ``t``; a role's generator (it waits on the buffers' barriers)."""
+        m, p = self.m, self.p
+        regs = mma_fragment(p.qualifier, "c").registers
+        per_warp = acc.reshape(acc.shape[0], self.warps.size, 32, p.block_n // 8, regs)
+        per_warp = np.moveaxis(per_warp, 2, 3)  # (blocks, warps, column groups, 32, registers)
+        for chunk in range(self.chunks):
+            x = self.stores
+            buffers = self.warps * self.buffers + x % self.buffers
+            if plant != "skip_c_wait":
+                for index in buffers:
+                    yield from m.wait(self.c_full, int(index), x // self.buffers & 1)
+            matrices = matrix_addresses(p, buffers)
+            with m.tile(t):
+                c = m.ldmatrix("C_ldmatrix", "x4", matrices)  # (blocks, warps, 4, 32, 4)
+                # register i of x4 h: column group 2h + i // 2, half i % 2
+                c = np.moveaxis(c.reshape(c.shape[:-1] + (2, 2)), -3, -1)
+                c = c.reshape(c.shape[:2] + (8, 2, 32))
+                groups = per_warp[:, :, chunk * 8:(chunk + 1) * 8]
+                d = epilogue_words(m, groups, c)  # (blocks, warps, 8, 2, 32)
+                d = np.moveaxis(d.reshape(d.shape[:2] + (4, 2, 2, 32)), -1, -3)
+                m.stmatrix("D_stmatrix", "x4", matrices, d.reshape(d.shape[:3] + (32, 4)))
+                m.fence_proxy_async()
+                for w in self.warps:
+                    m.tma_store("D_tma", "D", self.buffer(int(w), x), ROWS * int(w),
+                                CHUNK_COLUMNS * chunk)
+                m.bulk_commit()
+                if chunk + self.buffers < self.chunks:
+                    if plant != "no_store_wait":
+                        m.bulk_wait_read(0)
+                    self._load_c(x + self.buffers, chunk + self.buffers)
+            self.stores += 1
+
+    def finish(self) -> None:
+        """The kernel's end: the last stores have read shared memory (the twin waits for
+        them to complete)."""
+        self.m.bulk_wait_read(0)
