@@ -1,5 +1,5 @@
 """What each Hopper rung changes in the memory system: Nsight Compute on kernel6, kernel7,
-kernel8, kernel9 and cuBLAS, one launch each, at the given shapes.
+kernel8, kernel9, kernel10 and cuBLAS, one launch each, at the given shapes.
 
     python benchmarks/ncu_hopper.py [--shapes 4096x4096x4096 8192x8192x8192] [--json FILE]
 
@@ -25,7 +25,7 @@ METRICS = {
     "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg"
     ".pct_of_peak_sustained_elapsed": "tensor pipe busy (%)",
 }
-KERNELS = ("kernel6", "kernel7", "kernel8", "kernel9")
+KERNELS = ("kernel6", "kernel7", "kernel8", "kernel9", "kernel10")
 
 
 def child(shapes: list[tuple[int, int, int]]) -> None:

@@ -14,8 +14,8 @@
 # seeds runs tests/hw/test_seeds_hw.py (the seeds' kernels: bits and counters).
 # explain measures the GPU's constants (benchmarks/bench_gpu_constants.py) and times and
 # profiles every kernel for the speed model (benchmarks/bench_explain.py --measure).
-# hopper runs tests/hw/test_hopper_hw.py (kernel7's, kernel8's and kernel9's bits and counters),
-# bench_gpu.py for kernel6, kernel7 and kernel8 (with the wgmma ceiling) and
+# hopper runs tests/hw/test_hopper_hw.py (the bits and counters of kernel7 .. kernel10),
+# bench_gpu.py for kernel6 .. kernel10 (with the wgmma ceiling) and
 # benchmarks/ncu_hopper.py (DRAM, L2 and tensor-pipe counters of each rung and of cuBLAS).
 # counters runs every Nsight Compute comparison: each wmma.load/store alone, the seeds' kernels
 # and the ladder (tests/hw/test_{wmma,seeds,kernels}_hw.py, -k nsight_compute).
@@ -88,7 +88,7 @@ elif [ "$mode" = explain ]; then  # the speed model's constants and its validati
   status=${PIPESTATUS[0]}
 elif [ "$mode" = hopper ]; then  # issue 15: bits and counters against the twins, speed
   hw_tests test_hopper_hw.py
-  python3 benchmarks/bench_gpu.py --kernels kernel6 kernel7 kernel8 kernel9 --runs 15 \
+  python3 benchmarks/bench_gpu.py --kernels kernel6 kernel7 kernel8 kernel9 kernel10 --runs 15 \
     --json "$OUT/bench_gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_gpu.log"
   python3 benchmarks/ncu_hopper.py --json "$OUT/ncu_hopper.json" 2>&1 | tee "$OUT/ncu_hopper.log"
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins

@@ -49,6 +49,12 @@ typedef uint32_t acc_t;  // f16x2
 #ifndef PLANT_DESCRIPTOR_SWIZZLE  // descriptors say 64-byte swizzle, the tiles have 128
 #define PLANT_DESCRIPTOR_SWIZZLE 0
 #endif
+#ifndef PLANT_NO_STORE_WAIT  // kernel10 refills a buffer before its TMA store has read it
+#define PLANT_NO_STORE_WAIT 0
+#endif
+#ifndef PLANT_SKIP_C_WAIT  // kernel10 reads C without waiting on its buffer's mbarrier
+#define PLANT_SKIP_C_WAIT 0
+#endif
 
 // Thread-block clusters (exploratory): CLUSTER_M blocks computing vertically adjacent tiles
 // share B's tile. Each block copies 1 / CLUSTER_M of B's boxes and multicasts them to every
@@ -431,7 +437,8 @@ __device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], 
 #pragma unroll
   for (int chunk = 0; chunk < BN / 64; chunk++, stores++) {
     const uint32_t buffer = staging + stores % STORE_BUFFERS * STAGING_WARP_BYTES;
-    mbarrier_wait(c_full + 8 * (stores % STORE_BUFFERS), stores / STORE_BUFFERS & 1);
+    if (!PLANT_SKIP_C_WAIT)
+      mbarrier_wait(c_full + 8 * (stores % STORE_BUFFERS), stores / STORE_BUFFERS & 1);
     uint32_t w[16];  // C's words, then D's: word 2g + h is columns 8g.., rows h * 8 + lane / 4
 #pragma unroll
     for (int g = 0; g < 8; g += 2)
@@ -450,7 +457,7 @@ __device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], 
       tma_store_2d(tensor_d, tile_col + chunk * 64, tile_row, buffer);
       bulk_commit();
       if (chunk + STORE_BUFFERS < BN / 64) {
-        bulk_wait_read<0>();
+        if (!PLANT_NO_STORE_WAIT) bulk_wait_read<0>();
         load_c_box(tensor_c, staging, c_full, stores + STORE_BUFFERS, tile_row,
                    tile_col + (chunk + STORE_BUFFERS) * 64);
       }
@@ -631,7 +638,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
       wgmma_commit();
 #if TMA_STORE_EPILOGUE
       if (k == c_at && lane == 0) {  // C's first boxes, once the last tile's stores read them
-        bulk_wait_read<0>();
+        if (!PLANT_NO_STORE_WAIT) bulk_wait_read<0>();
 #pragma unroll
         for (int chunk = 0; chunk < min(STORE_BUFFERS, BN / 64); chunk++)
           load_c_box(tensor_c, staging, c_full_warp, stores + chunk, warp_row,

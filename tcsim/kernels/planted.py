@@ -29,6 +29,7 @@ from .kernel import Kernel
 from .kernel2 import kernel2
 from .kernel6 import kernel6
 from .kernel7 import kernel7
+from .kernel10 import kernel10
 
 
 def _missing_barrier(m, p, A_smem: SharedTile, B_smem: SharedTile) -> None:
@@ -158,6 +159,11 @@ PLANTED = {k.name: k for k in (
     _planted(kernel7, "descriptor_swizzle", partial(kernel7.program,
                                                     plant="descriptor_swizzle"),
              "kernel7 whose wgmma descriptors say 64-byte swizzle for 128-byte swizzled tiles"),
+    _planted(kernel10, "no_store_wait", partial(kernel10.program, plant="no_store_wait"),
+             "kernel10 asking TMA for C into a buffer without waiting until the TMA store "
+             "that last used it has read it (no cp.async.bulk.wait_group.read)"),
+    _planted(kernel10, "skip_c_wait", partial(kernel10.program, plant="skip_c_wait"),
+             "kernel10 reading C from its buffers without waiting on their mbarriers"),
 )}
 
 __all__ = ["PLANTED"]
