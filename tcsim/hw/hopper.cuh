@@ -102,9 +102,9 @@ struct __align__(64) TensorMap {
 #define HOPPER_D_POINTER
 #define HOPPER_D_ARG
 #endif
-#define HOPPER_GEMM_PARAMS                                                                      \
-  GEMM_PARAMS, const __grid_constant__ TensorMap tensor_a, const __grid_constant__ TensorMap tensor_b \
-  HOPPER_D_MAP
+#define HOPPER_GEMM_PARAMS                                  \
+  GEMM_PARAMS, const __grid_constant__ TensorMap tensor_a, \
+      const __grid_constant__ TensorMap tensor_b HOPPER_D_MAP
 #define HOPPER_GEMM_ARGS A, B, C, D, alpha, beta, M, N, K, &tensor_a, &tensor_b HOPPER_D_ARG
 
 #ifdef TCSIM_HOPPER
@@ -415,6 +415,23 @@ __device__ __forceinline__ uint32_t matrix_row_offset(int g) {
   const int lane = threadIdx.x % 32, i = lane / 8;
   return staging_offset(lane % 8 + 8 * (i % 2), g + i / 2);
 }
+// C's 16 x 64 of `chunk` in a warp's 2 KiB buffer -> ldmatrix.x4 (the words in the
+// accumulators' fragment order: word 2g + h is columns 8g.., rows h * 8 + lane / 4) -> D's
+// words by the ladder's arithmetic -> stmatrix.x4 to the same places (kernel9, kernel10).
+__device__ __forceinline__ void d_in_place(const acc_t (&acc)[ACC_REGS], int chunk,
+                                           uint32_t buffer, float alpha, float beta) {
+  uint32_t w[16];
+#pragma unroll
+  for (int g = 0; g < 8; g += 2)
+    ldmatrix_x4(w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3], buffer + matrix_row_offset(g));
+#pragma unroll
+  for (int j = 0; j < 16; j++) w[j] = epilogue_at(acc, chunk * 16 + j, w[j], alpha, beta);
+  __syncwarp();
+#pragma unroll
+  for (int g = 0; g < 8; g += 2)
+    stmatrix_x4(buffer + matrix_row_offset(g), w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3]);
+}
+
 #if TMA_STORE_EPILOGUE
 // kernel10's C box of the warp's store number `x` (chunk `chunk` of its tile) into its buffer.
 __device__ __forceinline__ void load_c_box(const TensorMap* tensor_c, uint32_t staging,
@@ -439,18 +456,7 @@ __device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], 
     const uint32_t buffer = staging + stores % STORE_BUFFERS * STAGING_WARP_BYTES;
     if (!PLANT_SKIP_C_WAIT)
       mbarrier_wait(c_full + 8 * (stores % STORE_BUFFERS), stores / STORE_BUFFERS & 1);
-    uint32_t w[16];  // C's words, then D's: word 2g + h is columns 8g.., rows h * 8 + lane / 4
-#pragma unroll
-    for (int g = 0; g < 8; g += 2)
-      ldmatrix_x4(w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3],
-                  buffer + matrix_row_offset(g));
-#pragma unroll
-    for (int j = 0; j < 16; j++) w[j] = epilogue_at(acc, chunk * 16 + j, w[j], alpha, beta);
-    __syncwarp();
-#pragma unroll
-    for (int g = 0; g < 8; g += 2)
-      stmatrix_x4(buffer + matrix_row_offset(g), w[2 * g], w[2 * g + 1], w[2 * g + 2],
-                  w[2 * g + 3]);
+    d_in_place(acc, chunk, buffer, alpha, beta);
     fence_proxy_async_shared();
     __syncwarp();
     if (lane == 0) {
@@ -490,18 +496,7 @@ __device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS
     for (int q = 0; q < 4; q++)
       st_shared_v4(staging + staging_offset(4 * q + lane / 8, lane % 8), c_lines[chunk % 2][q]);
     __syncwarp();
-    uint32_t w[16];  // C's words, then D's: word 2g + h is columns 8g.., rows h * 8 + lane / 4
-#pragma unroll
-    for (int g = 0; g < 8; g += 2)
-      ldmatrix_x4(w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3],
-                  staging + matrix_row_offset(g));
-#pragma unroll
-    for (int j = 0; j < 16; j++) w[j] = epilogue_at(acc, chunk * 16 + j, w[j], alpha, beta);
-    __syncwarp();
-#pragma unroll
-    for (int g = 0; g < 8; g += 2)
-      stmatrix_x4(staging + matrix_row_offset(g), w[2 * g], w[2 * g + 1], w[2 * g + 2],
-                  w[2 * g + 3]);
+    d_in_place(acc, chunk, staging, alpha, beta);
     __syncwarp();
 #pragma unroll
     for (int q = 0; q < 4; q++) {

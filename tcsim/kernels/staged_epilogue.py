@@ -58,14 +58,35 @@ def matrix_addresses(p: GemmParams, warps: np.ndarray) -> np.ndarray:
     return staging_address(p, warps[:, None, None], r + 8 * (i % 2), group)
 
 
+def warp_accumulators(p: GemmParams, acc: np.ndarray) -> np.ndarray:
+    """The consumers' accumulators (blocks, consumers, 128, registers) per warp: (blocks,
+    warps, column groups, 32, registers), warp w holding rows 16w .. 16w + 15 of the tile as
+    m16n8 accumulators."""
+    regs = mma_fragment(p.qualifier, "c").registers
+    per_warp = acc.reshape(acc.shape[0], 4 * p.consumers, 32, p.block_n // 8, regs)
+    return np.moveaxis(per_warp, 2, 3)
+
+
+def d_in_place(m, matrices: np.ndarray, per_warp: np.ndarray, chunk: int) -> None:
+    """C's 64 columns ``chunk`` in the buffers whose ldmatrix rows are ``matrices`` (warps,
+    4, 32) -> ``ldmatrix.x4`` -> D's words by the ladder's arithmetic -> ``stmatrix.x4`` to
+    the same places (kernel9 and kernel10)."""
+    c = m.ldmatrix("C_ldmatrix", "x4", matrices)  # (blocks, warps, 4, 32, 4)
+    # register i of x4 h: column group 2h + i // 2, half i % 2 -> (groups, halves, 32)
+    c = np.moveaxis(c.reshape(c.shape[:-1] + (2, 2)), -3, -1)
+    c = c.reshape(c.shape[:2] + (8, 2, 32))
+    groups = per_warp[:, :, chunk * 8:(chunk + 1) * 8]
+    d = epilogue_words(m, groups, c)  # (blocks, warps, 8, 2, 32)
+    d = np.moveaxis(d.reshape(d.shape[:2] + (4, 2, 2, 32)), -1, -3)
+    m.stmatrix("D_stmatrix", "x4", matrices, d.reshape(d.shape[:3] + (32, 4)))
+
+
 def staged_epilogue(m, p: GemmParams, acc: np.ndarray) -> None:
     """The epilogue of the consumers' accumulators ``acc`` (blocks, consumers, 128,
     registers): warp w of the block's consumers holds rows 16w .. 16w + 15 of the tile as
     m16n8 accumulators."""
     warps = np.arange(p.consumers * 4)
-    regs = mma_fragment(p.qualifier, "c").registers
-    per_warp = acc.reshape(acc.shape[0], warps.size, 32, p.block_n // 8, regs)
-    per_warp = np.moveaxis(per_warp, 2, 3)  # (blocks, warps, column groups, 32, registers)
+    per_warp = warp_accumulators(p, acc)
     line, row, col = _lines(p, warps)
     matrices = matrix_addresses(p, warps)
     rows = ROWS * warps[:, None, None] + row
@@ -73,12 +94,5 @@ def staged_epilogue(m, p: GemmParams, acc: np.ndarray) -> None:
         cols = chunk * CHUNK_COLUMNS + col
         c = m.load_global("C_gmem_load", "C", rows, cols, vector=8)
         m.store_shared("C_smem_store", line, c)
-        c = m.ldmatrix("C_ldmatrix", "x4", matrices)  # (blocks, warps, 4, 32, 4)
-        # register i of x4 h: column group 2h + i // 2, half i % 2 -> (groups, halves, 32)
-        c = np.moveaxis(c.reshape(c.shape[:-1] + (2, 2)), -3, -1)
-        c = c.reshape(c.shape[:2] + (8, 2, 32))
-        groups = per_warp[:, :, chunk * 8:(chunk + 1) * 8]
-        d = epilogue_words(m, groups, c)  # (blocks, warps, 8, 2, 32)
-        d = np.moveaxis(d.reshape(d.shape[:2] + (4, 2, 2, 32)), -1, -3)
-        m.stmatrix("D_stmatrix", "x4", matrices, d.reshape(d.shape[:3] + (32, 4)))
+        d_in_place(m, matrices, per_warp, chunk)
         m.store_global("D_gmem_store", "D", rows, cols, m.load_shared("D_smem_load", line, 16))

@@ -26,12 +26,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa.fragments import mma_fragment
 from ..memory.descriptors import SwizzleMode
 from ..memory.tma import TensorMap
-from .blocks import epilogue_words
 from .params import GemmParams
-from .staged_epilogue import CHUNK_COLUMNS, ROWS, matrix_addresses
+from .staged_epilogue import (
+    CHUNK_COLUMNS,
+    ROWS,
+    d_in_place,
+    matrix_addresses,
+    warp_accumulators,
+)
 
 C_EARLY = 1  # K tiles before the tile's end at which its C is asked for (hopper.cuh: C_EARLY)
 BOX_BYTES = ROWS * CHUNK_COLUMNS * 2
@@ -85,9 +89,7 @@ class TmaEpilogue:
         """Step 2 on the consumers' accumulators ``acc`` (blocks, consumers, 128, registers)
         of tile ``t``; a role's generator (it waits on the buffers' barriers)."""
         m, p = self.m, self.p
-        regs = mma_fragment(p.qualifier, "c").registers
-        per_warp = acc.reshape(acc.shape[0], self.warps.size, 32, p.block_n // 8, regs)
-        per_warp = np.moveaxis(per_warp, 2, 3)  # (blocks, warps, column groups, 32, registers)
+        per_warp = warp_accumulators(p, acc)
         for chunk in range(self.chunks):
             x = self.stores
             buffers = self.warps * self.buffers + x % self.buffers
@@ -96,14 +98,7 @@ class TmaEpilogue:
                     yield from m.wait(self.c_full, int(index), x // self.buffers & 1)
             matrices = matrix_addresses(p, buffers)
             with m.tile(t):
-                c = m.ldmatrix("C_ldmatrix", "x4", matrices)  # (blocks, warps, 4, 32, 4)
-                # register i of x4 h: column group 2h + i // 2, half i % 2
-                c = np.moveaxis(c.reshape(c.shape[:-1] + (2, 2)), -3, -1)
-                c = c.reshape(c.shape[:2] + (8, 2, 32))
-                groups = per_warp[:, :, chunk * 8:(chunk + 1) * 8]
-                d = epilogue_words(m, groups, c)  # (blocks, warps, 8, 2, 32)
-                d = np.moveaxis(d.reshape(d.shape[:2] + (4, 2, 2, 32)), -1, -3)
-                m.stmatrix("D_stmatrix", "x4", matrices, d.reshape(d.shape[:3] + (32, 4)))
+                d_in_place(m, matrices, per_warp, chunk)
                 m.fence_proxy_async()
                 for w in self.warps:
                     m.tma_store("D_tma", "D", self.buffer(int(w), x), ROWS * int(w),
