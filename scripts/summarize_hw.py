@@ -4,7 +4,7 @@ import json
 import sys
 
 rows = [json.loads(line) for line in open(sys.argv[1])] if len(sys.argv) > 1 else []
-random = [r for r in rows if r["test"] == "random"]
+random = [r for r in rows if r.get("test") == "random"]
 if random:
     print(f"GPU: {random[0]['gpu']}")
     head = ("qualifier", "instructions", "mismatching", "gpu s", "sim s")
@@ -15,10 +15,10 @@ if random:
     total = sum(r["instructions"] for r in random)
     print(f"total: {total:,} instructions, {sum(r['mismatching'] for r in random)} mismatching")
 for r in rows:
-    if r["test"] == "fact":
+    if r.get("test") == "fact":
         print(f"fact {r['fact']:40s} {r['qualifier']:36s} D[0,0] = {r['d_bits']}")
 
-smem = [r for r in rows if r["test"] == "smem"]
+smem = [r for r in rows if r.get("test") == "smem"]
 if smem:
     same = caveated = 0
     for r in smem:
@@ -33,11 +33,11 @@ if smem:
     print(f"shared-memory patterns: {same} of {len(smem)} match Nsight Compute exactly "
           f"({caveated} carry a caveat and are not asserted)")
 
-for r in (r for r in rows if r["test"] in ("kernel_bits", "seed_bits")):
+for r in (r for r in rows if r.get("test") in ("kernel_bits", "seed_bits")):
     M, N, K = r["shape"]
     print(f"bits {r['kernel']} {r.get('accumulate', '')} {M}x{N}x{K}: {r['mismatches']} of "
           f"{r['elements']:,} differ (inf {r['inf']}, NaN {r['nan']})")
-for r in (r for r in rows if r["test"] in ("kernel_counters", "seed_counters")):
+for r in (r for r in rows if r.get("test") in ("kernel_counters", "seed_counters")):
     M, N, K = r["shape"]
     # every metric ncu measured: one the trace does not predict is a prediction of 0
     diffs = [f"{k.split('__')[1]}: trace {r['trace'].get(k, 0):,} ncu {v:,.0f}"
@@ -45,32 +45,32 @@ for r in (r for r in rows if r["test"] in ("kernel_counters", "seed_counters")):
     print(f"counters {r['kernel']} {M}x{N}x{K} {r.get('accumulate', '')}: "
           + (f"all {len(r['ncu'])} equal" if not diffs else "; ".join(diffs)))
 
-for r in (r for r in rows if r["test"] == "checks"):
+for r in (r for r in rows if r.get("test") == "checks"):
     tools = ", ".join(f"{t} {v['errors']}" for t, v in r["sanitizer"].items())
     print(f"checks {r['kernel']}: sanitizer [{tools}]; simulator: "
           f"{r['simulator'].split(':')[0] or 'no error'}")
 
 for r in rows:
-    if r["test"] == "wgmma_compile":
+    if r.get("test") == "wgmma_compile":
         print(f"wgmma: {r['kernels']} probe kernels compiled in {r['seconds']} s on {r['gpu']}")
-    elif r["test"] == "wmma_maps":
+    elif r.get("test") == "wmma_maps":
         print(f"wmma maps ({r['space']}): {r['cases']} loads and stores, "
               f"{len(r['differ'])} differ")
-    elif r["test"] == "wmma_counters":
+    elif r.get("test") == "wmma_counters":
         print(f"wmma loads and stores under ncu: {r['cases']} cases x {r['metrics']} metrics, "
               f"{len(r['differ'])} differ" + "".join(f"\n  {d}" for d in r["differ"][:20]))
-    elif r["test"] == "wmma_random":
+    elif r.get("test") == "wmma_random":
         print(f"wmma {r['qualifier']:42s} {r['instructions']:9,d} instructions, "
               f"{r['mismatching']} mismatching")
-    elif r["test"] == "wgmma_random":
+    elif r.get("test") == "wgmma_random":
         print(f"wgmma {r['family']:5s} {r['instructions']:9,d} instructions, "
               f"{r['mismatching']} mismatching, {r.get('qualifiers', '?')} qualifiers in "
               f"{r['kernels']} kernels (wall {r.get('wall_seconds', '?')} s: gpu "
               f"{r['hw_seconds']} s, sim {r['sim_seconds']} s on {r.get('workers', 1)} workers, "
               f"compile {r.get('compile_seconds', '?')} s)")
-    elif r["test"] == "wgmma_fp8_errors":
+    elif r.get("test") == "wgmma_fp8_errors":
         print(f"wgmma fp8 elements: {r['mismatching']:,} of {r['elements']:,} differ; "
               f"log2(error / largest term) max {r['log2_error_max']}, "
               f"median {r['log2_error_median']}")
-    elif r["test"] == "wgmma_fact":
+    elif r.get("test") == "wgmma_fact":
         print(f"wgmma fact {r['fact']:44s} {r['d_bits']:>10s} ({r['verdict']})")
