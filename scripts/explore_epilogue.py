@@ -36,7 +36,7 @@ from bench_gpu import (  # noqa: E402
 
 import tcsim  # noqa: E402
 from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
-from tcsim.memory.tma import TensorMap  # noqa: E402
+from tcsim.kernels.tma_epilogue import tensor_maps as epilogue_maps  # noqa: E402
 
 VARIANTS = {  # label -> extra defines on kernel8's twin
     "kernel8": {},
@@ -54,22 +54,21 @@ VARIANTS = {  # label -> extra defines on kernel8's twin
     "tma, cluster 2, group 8": {"TMA_STORE_EPILOGUE": 1, "STORE_BUFFERS": 2, "C_EARLY": 1,
                                 "CLUSTER_M": 2, "GROUP_M": 8},
 }
-WARP_BUFFER = 16 * 128  # 16 rows x 128 bytes per consumer warp and buffer
-WARPS = 8
+STAGED_BYTES = 8 * 16 * 128  # kernel9's staging: 16 rows x 128 bytes per consumer warp
 
 
 def _variant(launch, extra: dict):
-    """``launch`` with ``extra`` defines (and the staged epilogue's shared memory and maps)."""
+    """``launch`` with ``extra`` defines (and the epilogue's shared memory and maps, from
+    GemmParams and tcsim.kernels.tma_epilogue, as kernel10 has them)."""
     shared, maps = launch.shared_bytes, launch.tensor_maps
     if extra.get("STAGED_EPILOGUE"):
-        shared = -(-shared // 128) * 128 + WARPS * WARP_BUFFER
+        shared = -(-shared // 128) * 128 + STAGED_BYTES
     if extra.get("TMA_STORE_EPILOGUE"):
-        stages, buffers = extra.get("STAGES", launch.defines["STAGES"]), extra["STORE_BUFFERS"]
-        end = stages * (128 * 64 + 64 * 256) * 2 + 16 * stages + 8 * WARPS * buffers
-        shared = -(-end // 1024) * 1024 + WARPS * buffers * WARP_BUFFER
-        M, N = launch.args[6], launch.args[7]
-        box = TensorMap(M, N, 2, 16, 64, "128B")
-        maps = (*maps, ("C", box), ("D", box))
+        p = tcsim.kernels.kernel_named("kernel10").params(
+            store_buffers=extra["STORE_BUFFERS"],
+            stages=extra.get("STAGES", launch.defines["STAGES"]))
+        shared = p.shared_bytes
+        maps = (*maps, *epilogue_maps(launch.args[6], launch.args[7]))
     return dataclasses.replace(launch, defines={**launch.defines, **extra}, shared_bytes=shared,
                                tensor_maps=maps)
 
