@@ -1,6 +1,6 @@
 """GPU speed: the mma.sync ceiling, cuBLAS, and every kernel of the ladder, in one table.
 
-    python benchmarks/bench_gpu.py [--runs 20] [--kernels kernel1 ...] [--json FILE]
+    python benchmarks/bench_gpu.py [--runs 20] [--kernels kernel1 ...] [--beta 0 1] [--json FILE]
 
 Each timing: CUDA events around one launch, after warm-up launches, the median of ``--runs``
 launches that rotate over three sets of inputs (so no launch finds its operands in L2 from the
@@ -15,7 +15,10 @@ exactly the same bits). The ceilings are loops of one instruction with no memory
 mma.sync from registers (tcsim/hw/mma_peak.cu), wgmma m64n256k16 from one shared tile
 (tcsim/hw/wgmma_peak.cu, sm_90a); a kernel's "ceiling" column is the fraction of the ceiling of
 the instruction it issues (m16n8k8, m16n8k16 or wgmma) with its accumulator type; cuBLAS's row
-shows its fraction of the m16n8k8 f32 ceiling. TFLOP/s = 2 M N K / time. Needs CuPy and a GPU.
+shows its fraction of the m16n8k8 f32 ceiling. TFLOP/s = 2 M N K / time. The kernels run with
+alpha 1 and each ``--beta`` (default 0, cuBLAS's matmul, which reads no C; kernel10 then reads
+none either); a row with beta 1 also shows its fraction of torch.addmm, which reads C as it
+does. Needs CuPy and a GPU.
 """
 
 from __future__ import annotations
@@ -133,6 +136,7 @@ def main() -> None:
     p.add_argument("--kernels", nargs="*", default=list(tcsim.kernels.KERNELS))
     p.add_argument("--accumulate", nargs="*", default=["f16", "f32"])
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
+    p.add_argument("--beta", nargs="*", type=float, default=[0.0])
     p.add_argument("--json", default=None)
     args = p.parse_args()
     import cupy
@@ -155,30 +159,40 @@ def main() -> None:
         for name in args.kernels:
             kernel = tcsim.kernels.kernel_named(name)
             for acc in args.accumulate:
-                params[name, acc] = p_ = kernel.params(accumulate=acc)
-                contenders[name, acc] = partial(
-                    _kernel, [launcher(device_launch(kernel, p_, *s, D)) for s in sets])
+                for beta in args.beta:
+                    key = (name if beta == 0 else f"{name} beta {beta:g}", acc)
+                    p_ = kernel.params(accumulate=acc)
+                    params[key] = name, p_, beta
+                    contenders[key] = partial(_kernel, [launcher(device_launch(
+                        kernel, p_, *s, D, beta=beta)) for s in sets])
         seconds = interleaved_medians(contenders, args.runs)
         cublas = flops / seconds["cuBLAS", "f32"] / 1e12
-        for (name, acc), t in seconds.items():
-            row = {"kernel": name, "accumulate": acc, "shape": [M, N, K],
+        addmm = flops / seconds["torch addmm", "f32"] / 1e12 \
+            if ("torch addmm", "f32") in seconds else None
+        for (label, acc), t in seconds.items():
+            row = {"kernel": label, "accumulate": acc, "shape": [M, N, K],
                    "tflops": flops / t / 1e12, "check": "-", "cublas_tflops": cublas}
-            if (name, acc) in params:
-                p_ = params[name, acc]
-                contenders[name, acc](0)
+            if (label, acc) in params:
+                name, p_, beta = params[label, acc]
+                contenders[label, acc](0)
                 row["check"] = _check_block(tcsim.kernels.kernel_named(name), p_,
                                             [cupy.asnumpy(x) for x in sets[0]],
-                                            cupy.asnumpy(D), rng)
+                                            cupy.asnumpy(D), rng, beta)
                 row["mma"] = "wgmma" if p_.producers else f"m16n8k{p_.mma_k}"
+                row["beta"] = beta
+                if beta and addmm:
+                    row["addmm_tflops"] = addmm
             rows.append(row)
-    print(f"\n{'kernel':8s} {'acc':4s} {'M x N x K':>16s} {'TFLOP/s':>8s} {'cuBLAS':>7s} "
-          f"{'ceiling':>8s}  check")
+    print(f"\n{'kernel':16s} {'acc':4s} {'M x N x K':>16s} {'TFLOP/s':>8s} {'cuBLAS':>7s} "
+          f"{'ceiling':>8s} {'addmm':>6s}  check")
     for r in rows:
         M, N, K = r["shape"]
         ceiling = ceilings.get(f"{r.get('mma', 'm16n8k8')} {r['accumulate']}", float("nan"))
         of_cublas = r["tflops"] / r.get("cublas_tflops", r["tflops"])
-        print(f"{r['kernel']:8s} {r['accumulate']:4s} {f'{M}x{N}x{K}':>16s} {r['tflops']:8.1f} "
-              f"{of_cublas:7.0%} {r['tflops'] / ceiling:8.0%}  {r['check']}")
+        of_addmm = f"{r['tflops'] / r['addmm_tflops']:6.0%}" if "addmm_tflops" in r else " " * 6
+        print(f"{r['kernel']:16s} {r['accumulate']:4s} {f'{M}x{N}x{K}':>16s} "
+              f"{r['tflops']:8.1f} {of_cublas:7.0%} {r['tflops'] / ceiling:8.0%} {of_addmm}  "
+              f"{r['check']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": smi.strip(), "ceilings": ceilings, "rows": rows}, f, indent=1)
@@ -269,18 +283,18 @@ def _torch_addmm(sets):
 
 
 def _kernel(launchers, i: int) -> None:
-    """Launch a twin on input set i (mod ROTATE): D = A @ B (alpha 1, beta 0)."""
+    """Launch a twin on input set i (mod ROTATE)."""
     launchers[i % ROTATE]()
 
 
-def _check_block(kernel, p, operands, D, rng) -> str:
-    """D's bits on one random block tile against tcsim.run on that sub-problem."""
+def _check_block(kernel, p, operands, D, rng, beta: float = 0.0) -> str:
+    """D's bits on one random block tile against tcsim.run on that sub-problem (alpha 1)."""
     A, B, C = operands
     M, N = D.shape
     r = rng.integers(M // p.block_m) * p.block_m
     c = rng.integers(N // p.block_n) * p.block_n
     rows, cols = slice(r, r + p.block_m), slice(c, c + p.block_n)
-    sim = tcsim.run(kernel, A[rows], B[:, cols], C[rows, cols], 1.0, 0.0, **p.as_dict())
+    sim = tcsim.run(kernel, A[rows], B[:, cols], C[rows, cols], 1.0, beta, **p.as_dict())
     same = np.array_equal(sim.view(np.uint16), D[rows, cols].view(np.uint16))
     return f"bit-exact block ({r}, {c})" if same else f"MISMATCH in block ({r}, {c})"
 

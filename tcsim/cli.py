@@ -27,7 +27,7 @@ import numpy as np
 
 from . import __version__, fragment, mma, mma_regs, parse, supported_qualifiers
 from .isa import samples
-from .kernels import KERNELS, SEED_KERNELS, GemmParams
+from .kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS, GemmParams
 from .kernels.checks import SimulationError
 from .perf import gpu_names
 from .trace import trace
@@ -150,20 +150,21 @@ def _params(args) -> dict:
 
 
 def _trace(args) -> int:
-    t = trace(args.kernel, args.M, args.N, args.K, **_params(args))
+    t = trace(args.kernel, args.M, args.N, args.K, beta=args.beta, **_params(args))
     print(t.to_json() if args.json else t)
     return 0
 
 
 def _explain(args) -> int:
-    t = trace(args.kernel, args.M, args.N, args.K, **_params(args))
+    t = trace(args.kernel, args.M, args.N, args.K, beta=args.beta, **_params(args))
     print(t.explain(args.gpu, args.registers))
     return 0
 
 
 def _compare(args) -> int:
     params = _params(args)
-    first, second = (trace(k, args.M, args.N, args.K, **params) for k in args.kernels)
+    first, second = (trace(k, args.M, args.N, args.K, beta=args.beta, **params)
+                     for k in args.kernels)
     print(first.compare(second))
     return 0
 
@@ -178,6 +179,8 @@ def _add_kernel_options(parser: argparse.ArgumentParser) -> None:
         else:
             parser.add_argument(f"--{f.name}", type=int, metavar="N",
                                 help=f"(default: the kernel's, e.g. {f.default})")
+    parser.add_argument("--beta", type=float, default=1.0,
+                        help="the epilogue's beta: with 0, kernel10 reads no C (default 1)")
 
 
 def _docs(args) -> int:
@@ -275,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--inputs", metavar="FILE.npz",
                    help="given matrices A, B, C (np.savez) instead of random ones")
     m.set_defaults(run=_mma)
-    kernels = list(KERNELS) + list(SEED_KERNELS)
+    kernels = list(KERNELS) + list(HOPPER_KERNELS) + list(SEED_KERNELS)
     t = sub.add_parser("trace", help="per-site counters of a kernel (the ladder's or a seed's)",
                        description="Example: tcsim trace kernel1 4096 4096 4096 --block_k 32")
     t.add_argument("kernel", choices=kernels)
@@ -328,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, TypeError, IndexError, OSError, SimulationError) as exc:
+    except (ValueError, TypeError, IndexError, OSError, NotImplementedError,
+            SimulationError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the message holds
         print(f"tcsim: error: {message}", file=sys.stderr)
         return 2

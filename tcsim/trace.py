@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .isa.validate import real_scalar
 from .isa.wmma.lowering import element_offsets, hmma_per_wmma, lower
 from .isa.wmma.spec import parse_wmma
 from .kernels import Kernel, kernel_named
@@ -505,10 +506,11 @@ class Tracer(Counter, Machine):
 
 
 def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = False,
-          checks: str = "raise", **params) -> Trace:
+          checks: str = "raise", beta: float = 1.0, **params) -> Trace:
     """Count what ``kernel`` costs on an (M, N, K) problem, per instruction site.
 
-    ``params`` override the kernel's tile parameters (block_m, ..., accumulate).
+    ``params`` override the kernel's tile parameters (block_m, ..., accumulate). ``beta`` is
+    the epilogue's: only whether it is 0 counts, for kernel10 reads no C then (BLAS).
     ``exhaustive=True`` visits every block and every K iteration instead of one block and
     three representative iterations: the same counts, at a cost that grows with the problem;
     it also runs the race and initialization checks (docs/checks.md), which ``checks``
@@ -518,6 +520,7 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
         raise TypeError(f"exhaustive must be True or False, got {exhaustive!r}")
     p = kernel.params(**params)
     tracer = Tracer(kernel.name, p, M, N, K, exhaustive, checks)
+    tracer.beta = np.float32(real_scalar(beta, "beta", dtype=np.float32))
     blocks = [(r, c) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])] \
         if exhaustive else [(0, 0)]
     for row, col in blocks:

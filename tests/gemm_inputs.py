@@ -27,6 +27,30 @@ def gemm_inputs(rng, M: int, N: int, K: int, edge: bool = True):
     return A, B, C, alpha, beta
 
 
+def beta_zero_inputs(rng, M: int, N: int, K: int):
+    """A, B and a C that beta 0 must not read: C's entries NaN, +-inf or 1, and a zero row
+    5 of A, whose products times a negative alpha give -0 (adding beta * C = +0 would make it
+    +0)."""
+    A, B, _, _, _ = gemm_inputs(rng, M, N, K)
+    A[5] = 0
+    C = rng.choice(np.array([np.nan, np.inf, -np.inf, 1.0], np.float16), (M, N))
+    return A, B, C
+
+
+def blas_epilogue(acc: np.ndarray, C: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """D's f16 bits (uint16) from f32 accumulators: f16(alpha * acc + beta * C), each step an
+    f32 operation rounded to nearest; with beta 0, f16(alpha * acc), C unread (BLAS: its NaN,
+    infinities and zero signs do not reach D). Any NaN comes out as 0x7fff (cvt.rn.f16.f32,
+    measured: docs/kernels.md)."""
+    alpha, beta = np.float32(alpha), np.float32(beta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = alpha * acc if beta == 0 else alpha * acc + beta * C.astype(np.float32)
+        d = x.astype(np.float16)
+    bits = d.view(np.uint16).copy()
+    bits[np.isnan(d)] = 0x7FFF
+    return bits
+
+
 def seed_inputs(rng, M: int, N: int, K: int, dtype, edge: bool = True):
     """A and B for the seeds' kernels (they store A @ B): f16 as `gemm_inputs` draws them, or
     f32 of mixed scale with, on purpose, subnormals, values whose low 13 bits (which tf32

@@ -55,6 +55,17 @@ def test_compare_shows_the_conflicts_swizzling_removes(capsys):
     assert line.split()[-1] == "0" and line.split()[2] != "0"  # kernel2: none; kernel1: some
 
 
+def test_hopper_kernels_trace_and_beta_zero_drops_c(capsys):
+    assert main(["trace", "kernel10", "256", "512", "128"]) == 0
+    assert "C_tma" in capsys.readouterr().out
+    assert main(["trace", "kernel10", "256", "512", "128", "--beta", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "D_tma" in out and "C_tma" not in out
+    assert main(["explain", "kernel10", "4096", "4096", "4096"]) == 2  # not modelled yet
+    err = capsys.readouterr().err.strip()
+    assert "does not cover warp-specialized" in err and "\n" not in err
+
+
 def test_indivisible_size_is_one_line(capsys):
     assert main(["trace", "kernel1", "100", "128", "64"]) == 2
     err = capsys.readouterr().err.strip()

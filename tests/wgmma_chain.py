@@ -6,6 +6,7 @@ their swizzle, descriptors, stages, roles and barriers, the accumulator map and 
 epilogue."""
 
 import numpy as np
+from gemm_inputs import blas_epilogue
 
 import tcsim
 
@@ -22,8 +23,4 @@ def chained_wgmma(A, B, C, alpha, beta, accumulate: str, block_n: int = 256) -> 
         for k in range(0, K, 16):
             D = tcsim.wgmma(q, groups[:, :, k:k + 16], B[k:k + 16, c0:c0 + block_n], D)
         out[:, c0:c0 + block_n] = D.reshape(M, block_n).astype(np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        d = (np.float32(alpha) * out + np.float32(beta) * C.astype(np.float32)).astype(np.float16)
-    bits = d.view(np.uint16).copy()
-    bits[np.isnan(d)] = 0x7FFF  # cvt.rn.f16.f32 of a NaN
-    return bits
+    return blas_epilogue(out, C, alpha, beta)

@@ -75,11 +75,16 @@ __device__ __forceinline__ float add_rn(float a, float b) {
   return r;
 }
 
-// One f16 pair of D: f16(add.rn(mul.rn(alpha, x), mul.rn(beta, C))) for the two elements of a
-// 32-bit word of C (tcsim.kernels.blocks.epilogue).
+// One element of D before its rounding to f16: add.rn(mul.rn(alpha, x), mul.rn(beta, c)), or
+// with beta 0 mul.rn(alpha, x) (BLAS: C is not read, so its NaN, infinities and zero signs
+// never reach D; tcsim.kernels.blocks.epilogue_words).
+__device__ __forceinline__ float scaled(float x, float c, float alpha, float beta) {
+  return beta == 0.0f ? mul_rn(alpha, x) : add_rn(mul_rn(alpha, x), mul_rn(beta, c));
+}
+// One f16 pair of D for the two elements of a 32-bit word of C.
 __device__ __forceinline__ uint32_t epilogue_pair(float x0, float x1, uint32_t c, float alpha,
                                                   float beta) {
-  const uint32_t d0 = f32_to_f16(add_rn(mul_rn(alpha, x0), mul_rn(beta, f16_to_f32(c & 0xffffu))));
-  const uint32_t d1 = f32_to_f16(add_rn(mul_rn(alpha, x1), mul_rn(beta, f16_to_f32(c >> 16))));
+  const uint32_t d0 = f32_to_f16(scaled(x0, f16_to_f32(c & 0xffffu), alpha, beta));
+  const uint32_t d1 = f32_to_f16(scaled(x1, f16_to_f32(c >> 16), alpha, beta));
   return d0 | d1 << 16;
 }

@@ -67,14 +67,19 @@ def warp_accumulators(p: GemmParams, acc: np.ndarray) -> np.ndarray:
     return np.moveaxis(per_warp, 2, 3)
 
 
-def d_in_place(m, matrices: np.ndarray, per_warp: np.ndarray, chunk: int) -> None:
+def d_in_place(m, matrices: np.ndarray, per_warp: np.ndarray, chunk: int,
+               reads_c: bool = True) -> None:
     """C's 64 columns ``chunk`` in the buffers whose ldmatrix rows are ``matrices`` (warps,
     4, 32) -> ``ldmatrix.x4`` -> D's words by the ladder's arithmetic -> ``stmatrix.x4`` to
-    the same places (kernel9 and kernel10)."""
-    c = m.ldmatrix("C_ldmatrix", "x4", matrices)  # (blocks, warps, 4, 32, 4)
-    # register i of x4 h: column group 2h + i // 2, half i % 2 -> (groups, halves, 32)
-    c = np.moveaxis(c.reshape(c.shape[:-1] + (2, 2)), -3, -1)
-    c = c.reshape(c.shape[:2] + (8, 2, 32))
+    the same places (kernel9 and kernel10). Without ``reads_c`` (beta 0) the buffers hold no
+    C and no ldmatrix is issued."""
+    if reads_c:
+        c = m.ldmatrix("C_ldmatrix", "x4", matrices)  # (blocks, warps, 4, 32, 4)
+        # register i of x4 h: column group 2h + i // 2, half i % 2 -> (groups, halves, 32)
+        c = np.moveaxis(c.reshape(c.shape[:-1] + (2, 2)), -3, -1)
+        c = c.reshape(c.shape[:2] + (8, 2, 32))
+    else:
+        c = np.zeros(per_warp.shape[:2] + (8, 2, 32), np.uint32)
     groups = per_warp[:, :, chunk * 8:(chunk + 1) * 8]
     d = epilogue_words(m, groups, c)  # (blocks, warps, 8, 2, 32)
     d = np.moveaxis(d.reshape(d.shape[:2] + (4, 2, 2, 32)), -1, -3)

@@ -20,6 +20,11 @@ TMA and kernel9's staging share), each with an mbarrier, and lane 0 moves whole 
 The warps never wait for a store to reach global memory; only the kernel's end waits for the
 last ones. A buffer is refilled only after its store's group retired: the happens-before
 checks report a schedule that does not wait (`tcsim.kernels.planted`).
+
+With beta 0 no C is read (BLAS; cuBLAS does the same): step 1 is skipped, and in step 2 lane 0
+waits only until the store that last used the buffer has read it
+(``cp.async.bulk.wait_group.read`` with ``store_buffers - 1`` groups left), then the warp
+writes D's words there with no ``ldmatrix``.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class TmaEpilogue:
     def __init__(self, m, p: GemmParams, c_full) -> None:
         self.m, self.p, self.c_full = m, p, c_full
         self.buffers = p.store_buffers
+        self.reads_c = m.beta != 0
         self.stores = 0
         self.warps = np.arange(4 * p.consumers)
         self.chunks = p.block_n // CHUNK_COLUMNS
@@ -79,6 +85,8 @@ class TmaEpilogue:
 
     def ask_first(self, t: int, plant: str = "") -> None:
         """Step 1, C_EARLY K tiles before tile ``t`` ends."""
+        if not self.reads_c:
+            return
         if plant != "no_store_wait":
             self.m.bulk_wait_read(0)
         with self.m.tile(t):
@@ -93,18 +101,21 @@ class TmaEpilogue:
         for chunk in range(self.chunks):
             x = self.stores
             buffers = self.warps * self.buffers + x % self.buffers
-            if plant != "skip_c_wait":
+            if not self.reads_c:  # the buffer's last store has read it
+                if plant != "no_store_wait":
+                    m.bulk_wait_read(self.buffers - 1)
+            elif plant != "skip_c_wait":
                 for index in buffers:
                     yield from m.wait(self.c_full, int(index), x // self.buffers & 1)
             matrices = matrix_addresses(p, buffers)
             with m.tile(t):
-                d_in_place(m, matrices, per_warp, chunk)
+                d_in_place(m, matrices, per_warp, chunk, self.reads_c)
                 m.fence_proxy_async()
                 for w in self.warps:
                     m.tma_store("D_tma", "D", self.buffer(int(w), x), ROWS * int(w),
                                 CHUNK_COLUMNS * chunk)
                 m.bulk_commit()
-                if chunk + self.buffers < self.chunks:
+                if self.reads_c and chunk + self.buffers < self.chunks:
                     if plant != "no_store_wait":
                         m.bulk_wait_read(0)
                     self._load_c(x + self.buffers, chunk + self.buffers)

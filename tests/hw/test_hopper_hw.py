@@ -6,7 +6,7 @@ inputs with subnormals, overflow, cancellation, inf and NaN, at non-square shape
 
 import numpy as np
 import pytest
-from gemm_inputs import gemm_inputs
+from gemm_inputs import beta_zero_inputs, gemm_inputs
 from hw_log import log_hw
 
 import tcsim
@@ -63,6 +63,23 @@ def test_persistent_blocks_match_the_cuda_twin(name, persistent, group, shape, r
     assert differ == 0, f"{name} {options} {M}x{N}x{K}: {differ} of {M * N} differ"
 
 
+@pytest.mark.parametrize("accumulate", ["f16", "f32"])
+@pytest.mark.parametrize("name", ["kernel8", "kernel10"])
+def test_beta_zero_ignores_c_on_the_gpu(name, accumulate, rng):
+    """BLAS: with beta 0 C is not read (kernel10 asks for no C box at all): none of C's NaN,
+    infinities or zero signs reach D, on several tiles per block."""
+    M, N, K = 640, 512, 1024
+    A, B, C = beta_zero_inputs(rng, M, N, K)
+    options = {"accumulate": accumulate, "persistent_blocks": 3}
+    sim = tcsim.run(name, A, B, C, -1.5, 0.0, **options).view(np.uint16)
+    got = hw.run(name, A, B, C, -1.5, 0.0, **options).view(np.uint16)
+    differ = int((sim != got).sum())
+    log_hw({"kernel": name, "accumulate": accumulate, "shape": [M, N, K], "beta": 0.0,
+            "differ": differ, "elements": M * N, "device": runtime.device_name()})
+    assert differ == 0, f"{name} {accumulate} beta 0: {differ} of {M * N} differ"
+    assert (got[5] == 0x8000).all()
+
+
 # What Nsight Compute counts of the wgmma and TMA sites (HOPPER_METRICS, compared), and two
 # counts of the TMA pipe the trace does not predict (logged for the docs).
 OBSERVED = ("smsp__inst_executed_pipe_tma.sum", "l1tex__m_xbar2l1tex_read_sectors_pipe_tma.sum")
@@ -83,23 +100,29 @@ CONTENDED = {
 
 
 def test_trace_matches_nsight_compute(rng):
-    cases = [(name, shape, acc, {}) for name in HOPPER_KERNELS
+    cases = [(name, shape, acc, {}, None) for name in HOPPER_KERNELS
              for shape in ((512, 1024, 1024), (1024, 512, 4096)) for acc in ("f16", "f32")]
     cases += [(name, (768, 384, 640), "f32", {"block_n": n, "warp_n": n, "group_m": 2,
-                                              "persistent_blocks": 5})
+                                              "persistent_blocks": 5}, None)
               for name in ("kernel8", "kernel9", "kernel10") for n in (64, 192)]
+    # beta 0: kernel10 reads no C (beta None: gemm_inputs' random beta)
+    cases += [("kernel10", (512, 1024, 1024), "f32", {}, 0.0),
+              ("kernel10", (768, 384, 640), "f32", {"block_n": 192, "warp_n": 192,
+                                                    "persistent_blocks": 5}, 0.0)]
     launches = []
-    for name, (M, N, K), acc, params in cases:
+    for name, (M, N, K), acc, params, beta0 in cases:
         A, B, C, alpha, beta = gemm_inputs(rng, M, N, K, edge=False)
+        beta = beta if beta0 is None else beta0
         launches.append(launch(name, A, B, C, alpha, beta, label=f"{name} {M}x{N}x{K} {acc}",
                                accumulate=acc, **params))
     counters = profile(launches, METRICS + HOPPER_METRICS + OBSERVED)
     bad = []
-    for (name, (M, N, K), acc, params), measured in zip(cases, counters):
-        predicted = tcsim.trace(name, M, N, K, accumulate=acc, **params).totals
+    for (name, (M, N, K), acc, params, beta0), measured in zip(cases, counters):
+        beta = 1.0 if beta0 is None else beta0  # only whether it is 0 counts
+        predicted = tcsim.trace(name, M, N, K, accumulate=acc, beta=beta, **params).totals
         log_hw({"test": "hopper_counters", "kernel": name, "shape": [M, N, K],
-                "accumulate": acc, "params": params, "trace": predicted, "ncu": measured,
-                "device": runtime.device_name()})
+                "accumulate": acc, "params": params, "beta": beta, "trace": predicted,
+                "ncu": measured, "device": runtime.device_name()})
         q = tcsim.kernels.kernel_named(name).params(**params)
         staged = bool(q.staged_epilogue or q.store_buffers)  # kernel10 works there too
         expected = dict(measured)

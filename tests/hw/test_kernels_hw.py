@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from gemm_inputs import gemm_inputs
+from gemm_inputs import beta_zero_inputs, gemm_inputs
 
 import tcsim
 from tcsim import hw
@@ -54,6 +54,20 @@ def test_run_matches_the_cuda_twin_bit_for_bit(name, accumulate, rng):
 # kernel6 with 32-byte A rows: its cp.async writes span 16 global lines per instruction, where
 # the quarter-warp model would say 4 wavefronts; predicted before it was first measured.
 EXTRA_COUNTER_CASES = [("kernel6", (256, 256, 512), "f16", {"block_k": 16, "warp_k": 16})]
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_beta_zero_ignores_c_on_the_gpu(name, rng):
+    """BLAS: with beta 0 the twins let none of C's NaN, infinities or zero signs into D."""
+    M, N, K = 256, 512, 320
+    A, B, C = beta_zero_inputs(rng, M, N, K)
+    sim = tcsim.run(name, A, B, C, -1.5, 0.0, accumulate="f32").view(np.uint16)
+    got = hw.run(name, A, B, C, -1.5, 0.0, accumulate="f32").view(np.uint16)
+    differ = int((sim != got).sum())
+    _log({"test": "kernel_beta_zero", "kernel": name, "accumulate": "f32", "shape": [M, N, K],
+          "beta": 0.0, "differ": differ, "elements": M * N})
+    assert differ == 0, f"{name} beta 0: {differ} of {M * N} differ"
+    assert (got[5] == 0x8000).all()
 
 
 def test_trace_matches_nsight_compute(rng):

@@ -74,13 +74,16 @@ EXPECTED = {
 # kernel7's stages are first refilled at the fifth K tile: its plants run with 16.
 SHAPES = {name: (256, 256, 1024) for name in PLANTED if name.startswith("kernel7")}
 SHAPES.update({name: (128, 256, 128) for name in PLANTED if name.startswith("kernel10")})
+# kernel10 reads C only when beta is not 0: its plants run with alpha 1, beta 0.5.
+SCALARS = {name: (1.0, 0.5) for name in PLANTED if name.startswith("kernel10")}
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_each_planted_bug_is_caught_and_named(name, rng):
     error, message = EXPECTED[name]
     with pytest.raises(error, match=message) as caught:
-        tcsim.run(PLANTED[name], *_inputs(rng, *SHAPES.get(name, SHAPE)))
+        tcsim.run(PLANTED[name], *_inputs(rng, *SHAPES.get(name, SHAPE)),
+                  *SCALARS.get(name, ()))
     assert isinstance(caught.value, tcsim.SimulationError)
     if not isinstance(caught.value, tcsim.TransactionError):  # a barrier's, not an address's
         assert caught.value.where["site"] and "address" in caught.value.where
@@ -127,14 +130,25 @@ def test_a_wrong_swizzle_pairing_gives_wrong_bits_but_no_fault(rng):
     assert (D.view(np.uint16) != tcsim.run("kernel2", A, B, C).view(np.uint16)).mean() > 0.9
 
 
-def test_the_tma_epilogue_raises_nothing_with_every_check_on(rng):
+@pytest.mark.parametrize("beta", [0.5, 0.0])
+def test_the_tma_epilogue_raises_nothing_with_every_check_on(beta, rng):
     """kernel10 on several tiles per block (its buffers change phase) and with one K tile
-    (C is asked for before the only one): no false alarm."""
-    tcsim.run("kernel10", *_inputs(rng, 256, 512, 192), persistent_blocks=1)
-    tcsim.run("kernel10", *_inputs(rng, 128, 512, 64))
+    (C is asked for before the only one), reading C and not: no false alarm."""
+    tcsim.run("kernel10", *_inputs(rng, 256, 512, 192), 1.0, beta, persistent_blocks=1)
+    tcsim.run("kernel10", *_inputs(rng, 128, 512, 64), 1.0, beta)
     t = tcsim.trace("kernel10", 256, 512, 128, exhaustive=True, checks="collect",
-                    persistent_blocks=2)
+                    persistent_blocks=2, beta=beta)
     assert t.problems == []
+
+
+def test_without_c_the_store_wait_still_guards_the_buffers(rng):
+    """With beta 0 no C arrives, but D's words still go into a buffer whose last TMA store
+    may be reading it: the plant that skips the wait is caught on that path too."""
+    with pytest.raises(tcsim.StageRaceError,
+                       match=r"role 'consumers' overwrites shared bytes .* at site 'D_stmatrix' "
+                             r"while consumers' TMA stores at site 'D_tma' \(group 1\) may "
+                             r"still be reading them"):
+        tcsim.run(PLANTED["kernel10-no-store-wait"], *_inputs(rng, 128, 256, 128), 1.0, 0.0)
 
 
 @pytest.mark.parametrize("name", list(KERNELS))

@@ -96,3 +96,23 @@ def test_trace_moves_c_and_d_as_tma_boxes_without_conflicts():
     main_loop = tcsim.trace("kernel8", M, N, K).totals["smsp__inst_executed_op_tma_ld.sum"]
     assert totals["smsp__inst_executed_op_tma_ld.sum"] == main_loop + boxes
     assert "D_gmem_store" not in trace.sites and "C_gmem_load" not in trace.sites
+
+
+def test_with_beta_zero_no_c_moves(rng):
+    """BLAS, as cuBLAS: with beta 0 no C box is asked for and no ldmatrix issued; D's boxes
+    and the main loop's copies stay. The bits follow C-free arithmetic whatever C holds."""
+    M, N, K = 512, 1024, 256
+    trace = tcsim.trace(kernel10, M, N, K, beta=0)
+    assert "C_tma" not in trace.sites and "C_ldmatrix" not in trace.sites
+    assert trace.sites["D_tma"].executions == M * N // (16 * 64)
+    assert trace.sites["D_stmatrix"].executions == M * N * 2 // 512
+    tiles, k_tiles = M // 128 * (N // 256), K // 64
+    totals = trace.totals
+    assert totals["smsp__inst_executed_op_tma_ld.sum"] == tiles * k_tiles * (1 + 256 // 64)
+    assert totals["l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"] == \
+        tiles * k_tiles * (128 + 256) * 64 * 2
+    assert totals["smsp__inst_executed_op_ldsm.sum"] == 0
+    A, B, C, alpha, _ = gemm_inputs(rng, 256, 512, 192)
+    C[::3] = np.nan
+    D = tcsim.run(kernel10, A, B, C, alpha, 0.0, persistent_blocks=1, accumulate="f32")
+    assert np.array_equal(D.view(np.uint16), chained_wgmma(A, B, C, alpha, 0.0, "f32"))

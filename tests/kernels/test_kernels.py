@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gemm_inputs import gemm_inputs
+from gemm_inputs import beta_zero_inputs, blas_epilogue, gemm_inputs
+from wgmma_chain import chained_wgmma
 
 import tcsim
 from tcsim.kernels import HOPPER_KERNELS, KERNELS, GemmParams, ProblemSizeError, kernel_named
@@ -44,11 +45,7 @@ def reference(A, B, C, alpha, beta, accumulate, mma_k=8):
     for k in range(K // mma_k):
         acc = tcsim.mma(q, At[k], Bt[k], acc)
     acc = acc.transpose(0, 2, 1, 3).reshape(M, N).astype(np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        D = (np.float32(alpha) * acc + np.float32(beta) * C.astype(np.float32)).astype(np.float16)
-    bits = D.view(np.uint16).copy()
-    bits[np.isnan(D)] = 0x7FFF  # cvt.rn.f16.f32 of any NaN (measured: docs/kernels.md)
-    return bits
+    return blas_epilogue(acc, C, alpha, beta)
 
 
 @pytest.mark.parametrize("accumulate", ["f16", "f32"])
@@ -233,3 +230,20 @@ def test_float_coordinates_and_addresses_in_a_schedule_are_refused():
         tcsim.run(_broken(program), A, B)
     with pytest.raises(TypeError, match=r"site 'A_smem_store' shared addresses must be integers"):
         tcsim.trace(_broken(store), 64, 64, 32)
+
+
+@pytest.mark.parametrize("beta", [0.0, -0.0])
+@pytest.mark.parametrize("name", list(KERNELS) + list(HOPPER_KERNELS))
+def test_beta_zero_reads_no_c(name, beta, rng):
+    """BLAS: with beta 0, of either sign, C is not read. C full of NaN and infinities leaves
+    D finite, and alpha * acc keeps its zero sign: a zero row of A times a negative alpha
+    gives -0, where adding beta * C (+0 for C's positive entries) would give +0."""
+    hopper = name in HOPPER_KERNELS
+    M, N, K = (128, 256, 64) if hopper else (128, 128, 96)
+    A, B, C = beta_zero_inputs(rng, M, N, K)
+    D = tcsim.run(name, A, B, C, -1.5, beta, **({} if hopper else SMALL))
+    expected = chained_wgmma(A, B, C, -1.5, beta, "f16") if hopper else \
+        reference(A, B, C, -1.5, beta, "f16", KERNELS[name].params(**SMALL).mma_k)
+    assert np.array_equal(D.view(np.uint16), expected)
+    assert (expected[5] == 0x8000).all()
+    assert not np.isnan(D[:5]).any()  # rows whose products are finite
