@@ -14,9 +14,10 @@
 # seeds runs tests/hw/test_seeds_hw.py (the seeds' kernels: bits and counters).
 # explain measures the GPU's constants (benchmarks/bench_gpu_constants.py) and times and
 # profiles every kernel for the speed model (benchmarks/bench_explain.py --measure).
-# hopper runs tests/hw/test_hopper_hw.py (the bits and counters of kernel7 .. kernel10),
-# bench_gpu.py for kernel6 .. kernel10 (with the wgmma ceiling) and
-# benchmarks/ncu_hopper.py (DRAM, L2 and tensor-pipe counters of each rung and of cuBLAS).
+# hopper runs tests/hw/test_hopper_hw.py (the bits and counters of kernel7 .. kernel10) and the
+# ladder's beta-0 bits, bench_gpu.py for kernel6 .. kernel10 with beta 0 and 1 (with the wgmma
+# ceiling), benchmarks/clock_power.py (sustained speed, clock and power of kernel10 and cuBLAS)
+# and benchmarks/ncu_hopper.py (DRAM, L2 and tensor-pipe counters of each rung and of cuBLAS).
 # counters runs every Nsight Compute comparison: each wmma.load/store alone, the seeds' kernels
 # and the ladder (tests/hw/test_{wmma,seeds,kernels}_hw.py, -k nsight_compute).
 # TCSIM_HW_COUNT sets random mma instructions per qualifier (default 10**6).
@@ -87,9 +88,11 @@ elif [ "$mode" = explain ]; then  # the speed model's constants and its validati
     | tee "$OUT/pytest_hw.log"
   status=${PIPESTATUS[0]}
 elif [ "$mode" = hopper ]; then  # issue 15: bits and counters against the twins, speed
-  hw_tests test_hopper_hw.py
+  hw_tests test_hopper_hw.py test_kernels_hw.py::test_beta_zero_ignores_c_on_the_gpu
   python3 benchmarks/bench_gpu.py --kernels kernel6 kernel7 kernel8 kernel9 kernel10 --runs 15 \
-    --json "$OUT/bench_gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_gpu.log"
+    --beta 0 1 --json "$OUT/bench_gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_gpu.log"
+  python3 benchmarks/clock_power.py --json "$OUT/clock_power.json" 2>&1 \
+    | tee "$OUT/clock_power.log"
   python3 benchmarks/ncu_hopper.py --json "$OUT/ncu_hopper.json" 2>&1 | tee "$OUT/ncu_hopper.log"
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
   hw_tests test_kernels_hw.py
