@@ -418,14 +418,16 @@ __device__ __forceinline__ uint32_t matrix_row_offset(int g) {
 // C's 16 x 64 of `chunk` in a warp's 2 KiB buffer -> ldmatrix.x4 (the words in the
 // accumulators' fragment order: word 2g + h is columns 8g.., rows h * 8 + lane / 4) -> D's
 // words by the ladder's arithmetic -> stmatrix.x4 to the same places (kernel9, kernel10).
-// Without `read_c` (beta 0) the buffer holds no C: D's words go in with no ldmatrix.
+// Without READ_C (beta 0) the buffer holds no C: D's words go in with no ldmatrix. (A template,
+// not a run-time test: ptxas predicated some of the ldmatrix off, and Nsight Compute counts a
+// predicated-off instruction as executed.)
+template <bool READ_C = true>
 __device__ __forceinline__ void d_in_place(const acc_t (&acc)[ACC_REGS], int chunk,
-                                           uint32_t buffer, float alpha, float beta,
-                                           bool read_c = true) {
+                                           uint32_t buffer, float alpha, float beta) {
   uint32_t w[16] = {};
 #pragma unroll
   for (int g = 0; g < 8; g += 2)
-    if (read_c)
+    if (READ_C)
       ldmatrix_x4(w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3],
                   buffer + matrix_row_offset(g));
 #pragma unroll
@@ -450,29 +452,29 @@ __device__ __forceinline__ void load_c_box(const TensorMap* tensor_c, uint32_t s
 // more chunks than buffers, lane 0 waits until that store has read the buffer and asks for
 // the C of chunk + STORE_BUFFERS in it. With beta 0 no C is read (BLAS): lane 0 waits only
 // until the store that last used the buffer has read it.
+template <bool READ_C>
 __device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], float alpha,
                                                   float beta, uint32_t staging, uint32_t c_full,
                                                   const TensorMap* tensor_c,
                                                   const TensorMap* tensor_d, int tile_row,
                                                   int tile_col, int& stores) {
   const int lane = threadIdx.x % 32;
-  const bool read_c = beta != 0.0f;
 #pragma unroll
   for (int chunk = 0; chunk < BN / 64; chunk++, stores++) {
     const uint32_t buffer = staging + stores % STORE_BUFFERS * STAGING_WARP_BYTES;
-    if (!read_c) {
+    if (!READ_C) {
       if (lane == 0 && !PLANT_NO_STORE_WAIT) bulk_wait_read<STORE_BUFFERS - 1>();
       __syncwarp();
     } else if (!PLANT_SKIP_C_WAIT) {
       mbarrier_wait(c_full + 8 * (stores % STORE_BUFFERS), stores / STORE_BUFFERS & 1);
     }
-    d_in_place(acc, chunk, buffer, alpha, beta, read_c);
+    d_in_place<READ_C>(acc, chunk, buffer, alpha, beta);
     fence_proxy_async_shared();
     __syncwarp();
     if (lane == 0) {
       tma_store_2d(tensor_d, tile_col + chunk * 64, tile_row, buffer);
       bulk_commit();
-      if (read_c && chunk + STORE_BUFFERS < BN / 64) {
+      if (READ_C && chunk + STORE_BUFFERS < BN / 64) {
         if (!PLANT_NO_STORE_WAIT) bulk_wait_read<0>();
         load_c_box(tensor_c, staging, c_full, stores + STORE_BUFFERS, tile_row,
                    tile_col + (chunk + STORE_BUFFERS) * 64);
@@ -664,8 +666,12 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     if (!PLANT_EARLY_RELEASE && lane == 0)
       release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
 #if TMA_STORE_EPILOGUE
-    epilogue_tile_tma(acc, alpha, beta, staging, c_full_warp, tensor_c, tensor_d, warp_row,
-                      col * BN, stores);
+    if (beta != 0.0f)
+      epilogue_tile_tma<true>(acc, alpha, beta, staging, c_full_warp, tensor_c, tensor_d,
+                              warp_row, col * BN, stores);
+    else  // beta 0: no C (BLAS)
+      epilogue_tile_tma<false>(acc, alpha, beta, staging, c_full_warp, tensor_c, tensor_d,
+                               warp_row, col * BN, stores);
 #elif STAGED_EPILOGUE
     const int warp = threadIdx.x / 32 % 4;
     epilogue_tile_staged(acc, C, D, alpha, beta, N,
