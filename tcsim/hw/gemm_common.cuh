@@ -77,9 +77,10 @@ __device__ __forceinline__ float add_rn(float a, float b) {
 
 // One element of D before its rounding to f16: add.rn(mul.rn(alpha, x), mul.rn(beta, c)), or
 // with beta 0 mul.rn(alpha, x) (BLAS: C is not read, so its NaN, infinities and zero signs
-// never reach D; tcsim.kernels.blocks.epilogue_words).
+// never reach D; tcsim.kernels.blocks.epilogue_words). Adding -0 leaves every value as it is,
+// -0 included, so beta 0 selects -0 as the addend.
 __device__ __forceinline__ float scaled(float x, float c, float alpha, float beta) {
-  return beta == 0.0f ? mul_rn(alpha, x) : add_rn(mul_rn(alpha, x), mul_rn(beta, c));
+  return add_rn(mul_rn(alpha, x), beta == 0.0f ? -0.0f : mul_rn(beta, c));
 }
 // One f16 pair of D for the two elements of a 32-bit word of C.
 __device__ __forceinline__ uint32_t epilogue_pair(float x0, float x1, uint32_t c, float alpha,
