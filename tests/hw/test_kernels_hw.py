@@ -70,6 +70,22 @@ def test_beta_zero_ignores_c_on_the_gpu(name, rng):
     assert (got[5] == 0x8000).all()
 
 
+def test_ptxas_registers_are_what_nsight_compute_reports(rng):
+    """The speed model reads registers from ptxas (tcsim.perf.occupancy.twin_registers); the
+    launched twin must use as many (launch__registers_per_thread)."""
+    from tcsim.perf.occupancy import twin_registers
+
+    A, B, C, alpha, beta = gemm_inputs(rng, 512, 512, 512, edge=False)
+    launches = [launch(name, A, B, C, alpha, beta, label=name, accumulate="f16")
+                for name in KERNELS]
+    measured = profile(launches, ("launch__registers_per_thread",))
+    got = {name: int(m["launch__registers_per_thread"]) for name, m in zip(KERNELS, measured)}
+    ptxas = {name: twin_registers(k.source, k.entry, k.defines(k.params(accumulate="f16")),
+                                  "sm_90") for name, k in KERNELS.items()}
+    _log({"test": "kernel_registers", "ncu": got, "ptxas": ptxas})
+    assert got == ptxas
+
+
 def test_trace_matches_nsight_compute(rng):
     cases = [(name, shape, "f16", {}) for name in KERNELS for shape in COUNTER_SHAPES] + \
         [(name, COUNTER_SHAPES[0], "f32", {}) for name in KERNELS] + EXTRA_COUNTER_CASES
