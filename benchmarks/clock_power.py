@@ -6,7 +6,9 @@
 bench_gpu.py times single launches behind an idle spin; here each contender runs alone for
 ``--seconds`` (after a warm-up of a fifth of that), launch after launch on rotating inputs, as a
 training loop does, while a thread reads the GPU's SM clock, board power and clock-limiting
-reasons through NVML every 5 ms. Contenders take turns, ``--rounds`` times. Per contender and
+reasons through NVML every 5 ms. Contenders take turns, ``--rounds`` times, each round starting
+one contender later (a rested GPU favours whoever runs first, so the first contender also
+heats it for ``--seconds`` before anything is measured). Per contender and
 round: TFLOP/s (2 M N K times launches over the CUDA-event time), the median SM clock and
 power over the samples taken while it ran, the limiting reasons seen in most samples, and
 cycles per launch (time times the median clock): a kernel that needs fewer cycles but draws
@@ -117,8 +119,10 @@ def main() -> None:
                 p_ = kernel.params(accumulate=acc)
                 contenders[name, acc] = partial(
                     _kernel, [launcher(device_launch(kernel, p_, *s, D)) for s in sets])
+        order = list(contenders.items())
+        sustained(order[0][1], args.seconds, nvml)  # heat the GPU first
         for r in range(args.rounds):
-            for (label, acc), fn in contenders.items():
+            for (label, acc), fn in order[r % len(order):] + order[:r % len(order)]:
                 row = {"contender": label, "accumulate": acc, "shape": [M, N, K], "round": r,
                        **sustained(fn, args.seconds, nvml)}
                 row["tflops"] = 2 * M * N * K / row["seconds"] / 1e12
@@ -127,6 +131,14 @@ def main() -> None:
                       f"{row['sm_mhz']:5.0f} MHz {row['watts']:5.0f} W "
                       f"{row['cycles'] / 1e6:7.3f} Mcycles {','.join(row['reasons']) or '-'}",
                       flush=True)
+    print("\nmedians over the rounds:")
+    for key in dict.fromkeys((r["contender"], r["accumulate"], tuple(r["shape"])) for r in rows):
+        mine = [r for r in rows if (r["contender"], r["accumulate"], tuple(r["shape"])) == key]
+        med = {k: statistics.median(r[k] for r in mine)
+               for k in ("tflops", "sm_mhz", "watts", "cycles")}
+        print(f"{key[0]:12s} {key[1]} {'x'.join(map(str, key[2]))}: {med['tflops']:6.1f} "
+              f"TFLOP/s {med['sm_mhz']:5.0f} MHz {med['watts']:5.0f} W "
+              f"{med['cycles'] / 1e6:7.3f} Mcycles")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

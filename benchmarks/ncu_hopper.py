@@ -1,12 +1,15 @@
 """What each Hopper rung changes in the memory system: Nsight Compute on kernel6, kernel7,
 kernel8, kernel9, kernel10 and cuBLAS, one launch each, at the given shapes.
 
-    python benchmarks/ncu_hopper.py [--shapes 4096x4096x4096 8192x8192x8192] [--json FILE]
+    python benchmarks/ncu_hopper.py [--shapes 4096x4096x4096 8192x8192x8192]
+                                    [--clock-control base|none] [--json FILE]
 
-For each launch: time, DRAM bytes read and written, L2 hit rate, bytes through L2, and the
-share of elapsed cycles the tensor pipe was busy. ncu runs with --clock-control base (its
-default), so the times are at the base clock and compare only with each other. Needs CuPy, a
-GPU and ncu; the kernels' f32-accumulator variants, as cuBLAS accumulates in f32.
+For each launch: time, SM cycles and clock, DRAM bytes read and written, L2 hit rate, bytes
+through L2, and the share of elapsed cycles the tensor pipe was busy. With --clock-control base
+(ncu's default) the clock is held at the base clock, so the times compare only with each other;
+with none each launch runs at the clock the GPU chooses (after ncu's pause between launches,
+a rested GPU's). Needs CuPy, a GPU and ncu; the kernels run with f32 accumulators, alpha 1 and
+beta 0, as cuBLAS's matmul.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import sys
 
 METRICS = {
     "gpu__time_duration.sum": "time (ns)",
+    "sm__cycles_elapsed.max": "SM cycles",
+    "smsp__cycles_elapsed.avg.per_second": "SM clock (Hz)",
     "dram__bytes_read.sum": "DRAM read (B)",
     "dram__bytes_write.sum": "DRAM written (B)",
     "lts__t_sector_hit_rate.pct": "L2 hit (%)",
@@ -51,6 +56,7 @@ def child(shapes: list[tuple[int, int, int]]) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", nargs="*", default=["4096x4096x4096", "8192x8192x8192"])
+    p.add_argument("--clock-control", choices=["base", "none"], default="base")
     p.add_argument("--json", default=None)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -59,7 +65,8 @@ def main() -> None:
         return child(shapes)
     from tcsim.hw.profile import find_ncu, parse_csv
 
-    cmd = [find_ncu(), "--csv", "--print-units", "base", "--metrics", ",".join(METRICS),
+    cmd = [find_ncu(), "--clock-control", args.clock_control, "--csv", "--print-units", "base",
+           "--metrics", ",".join(METRICS),
            sys.executable, __file__, "--child", "--shapes", *args.shapes]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode:
