@@ -62,7 +62,7 @@ from .kernels.checks import (
     UninitializedReadError,
 )
 from .kernels.executor import run
-from .kernels.happens_before import DescriptorLayoutError, StageRaceError
+from .kernels.happens_before import DescriptorLayoutError, ProxyFenceError, StageRaceError
 from .kernels.roles import DeadlockError, PhaseError, TransactionError
 from .precision import PrecisionTable, precision_study
 from .trace import Trace, trace
@@ -88,7 +88,7 @@ __all__ = [
     "wmma_basic_fixed", "wmma_shared", "tf32_puzzle",
     "run", "trace", "Trace", "SimulationError", "SharedRaceError",
     "AsyncCopyRaceError", "UninitializedReadError", "SharedAddressError", "GlobalMemoryError",
-    "DivergentWarpError", "StageRaceError", "DescriptorLayoutError", "DeadlockError",
+    "DivergentWarpError", "StageRaceError", "ProxyFenceError", "DescriptorLayoutError", "DeadlockError",
     "TransactionError", "PhaseError", "WgmmaSpec", "parse_wgmma", "supported_wgmma_qualifiers",
     "wgmma",
     "wgmma_fragment", "wgmma_regs", "WmmaSpec", "parse_wmma", "supported_wmma_qualifiers",

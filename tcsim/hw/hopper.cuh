@@ -55,6 +55,9 @@ typedef uint32_t acc_t;  // f16x2
 #ifndef PLANT_SKIP_C_WAIT  // kernel10 reads C without waiting on its buffer's mbarrier
 #define PLANT_SKIP_C_WAIT 0
 #endif
+#ifndef PLANT_NO_FENCE  // kernel10 issues the TMA store of D with no fence.proxy.async first
+#define PLANT_NO_FENCE 0
+#endif
 
 // Thread-block clusters (exploratory): CLUSTER_M blocks computing vertically adjacent tiles
 // share B's tile. Each block copies 1 / CLUSTER_M of B's boxes and multicasts them to every
@@ -469,7 +472,7 @@ __device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], 
       mbarrier_wait(c_full + 8 * (stores % STORE_BUFFERS), stores / STORE_BUFFERS & 1);
     }
     d_in_place<READ_C>(acc, chunk, buffer, alpha, beta);
-    fence_proxy_async_shared();
+    if (!PLANT_NO_FENCE) fence_proxy_async_shared();
     __syncwarp();
     if (lane == 0) {
       tma_store_2d(tensor_d, tile_col + chunk * 64, tile_row, buffer);

@@ -195,6 +195,10 @@ class Executor(Machine):
         if self.phases:
             self.phases.bulk_commit()
 
+    def _fence_proxy_async(self):
+        if self.phases:
+            self.phases.fence_proxy()
+
     def _bulk_wait_read(self, pending):
         if self.phases:
             self.phases.bulk_retire(pending)

@@ -22,6 +22,11 @@ wgmma group has not retired, and a buffer written again while a TMA store may st
 are `StageRaceError`s the first time both accesses happen. A role's own loads and stores
 (ld/st.shared, ldmatrix, stmatrix) take part too, stamped with the role's clock.
 
+Shared memory has two proxies: a role's own stores (st.shared, stmatrix) go through the generic
+one, TMA and wgmma read through the async one. An async read of bytes a role stored must follow
+that role's ``fence.proxy.async`` after the store, or it may read stale bytes: a TMA store or
+wgmma that reads a chunk whose last store no fence followed is a `ProxyFenceError`.
+
 It also checks that a wgmma descriptor reads what the copies wrote: every chunk a TMA copy
 writes is tagged with the matrix coordinates of its first element, and the elements one
 descriptor reads must be one tile of one matrix, each element where its (row, k) says. A
@@ -48,6 +53,11 @@ Agent = tuple[str, str, str]
 class StageRaceError(SimulationError):
     """Two roles touch the same shared bytes, at least one writing, and no chain of mbarrier
     phases (or wgmma.wait_group) orders the two accesses."""
+
+
+class ProxyFenceError(SimulationError):
+    """The async proxy (a TMA store, a wgmma) reads shared bytes that a role stored through the
+    generic proxy with no ``fence.proxy.async`` between the store and the read."""
 
 
 class DescriptorLayoutError(SimulationError):
@@ -85,6 +95,7 @@ class PhaseChecker:
         self.write_agent = np.full(chunks, -1, np.int32)
         self.write_stamp = np.zeros(chunks, np.int64)
         self.write_site = np.full(chunks, -1, np.int32)
+        self.unfenced = np.full(chunks, -1, np.int32)  # role agent of a store no fence followed
         self.reads: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # agent -> (stamp, site)
         # What a TMA copy put in each chunk: matrix, row and column of its first element.
         self.matrices: list[str] = []
@@ -150,6 +161,7 @@ class PhaseChecker:
         chunks = offsets[first] // CHUNK
         phase = int(barriers.phase[index])
         self._write(site, chunks, (barriers.label(index), "copy", ""), phase + 1)
+        self.unfenced[chunks] = -1
         self.release(barriers, index)
         i, j = np.nonzero(first)
         if operand not in self.matrices:
@@ -162,6 +174,7 @@ class PhaseChecker:
         """A wgmma of the running role reads its ``operand`` ("a" or "b") at byte
         ``addresses`` (rows, K) through ``descriptor``, until its group retires."""
         chunks = np.unique(addresses // CHUNK)
+        self._check_fenced(site, chunks, "wgmma")
         self._read(site, chunks, (_wgmma_agent(self.role), "wgmma", self.role),
                    self.committed.get(self.role, 0) + 1)
         self._check_layout(site, operand, descriptor, addresses, element_bytes, major)
@@ -169,8 +182,9 @@ class PhaseChecker:
     def bulk_read(self, site: str, addresses: np.ndarray) -> None:
         """A TMA store of the running role reads shared bytes ``addresses`` until its bulk
         group retires."""
-        self._read(site, np.unique(addresses // CHUNK),
-                   (_store_agent(self.role), "store", self.role),
+        chunks = np.unique(addresses // CHUNK)
+        self._check_fenced(site, chunks, "TMA store")
+        self._read(site, chunks, (_store_agent(self.role), "store", self.role),
                    self.bulk_committed.get(self.role, 0) + 1)
 
     def access(self, site: str, addresses: np.ndarray, write: bool) -> None:
@@ -178,6 +192,26 @@ class PhaseChecker:
         chunks = np.unique(np.asarray(addresses) // CHUNK)
         agent, stamp = (self.role, "role", self.role), self.clock[self.role]
         (self._write if write else self._read)(site, chunks, agent, stamp)
+        if write:
+            self.unfenced[chunks] = self._agent(agent)
+
+    def fence_proxy(self) -> None:
+        """``fence.proxy.async`` by the running role: the async proxy sees its stores."""
+        mine = self.unfenced == self._agent((self.role, "role", self.role))
+        self.unfenced[mine] = -1
+
+    def _check_fenced(self, site: str, chunks: np.ndarray, reader: str) -> None:
+        stale = self.unfenced[chunks] >= 0
+        if stale.any():
+            c = int(chunks[first_index(stale)])
+            _, _, role = self.agents[self.unfenced[c]]
+            self.report(ProxyFenceError(
+                f"{self.report.kernel}: {self.who()}: the {reader} at site {site!r} of role "
+                f"{self.role!r} reads shared bytes {c * CHUNK:#x}..{c * CHUNK + CHUNK - 1:#x}, "
+                f"which role {role!r} stored at site {self.sites[self.write_site[c]]!r} with no "
+                "fence.proxy.async since: the async proxy may read them stale",
+                site=site, role=self.role, address=c * CHUNK,
+                other_site=self.sites[self.write_site[c]]))
 
     def _agent(self, agent: Agent) -> int:
         if agent not in self.agents:

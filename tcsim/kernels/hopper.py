@@ -123,6 +123,7 @@ class HopperInstructions:
     def fence_proxy_async(self) -> None:
         """``fence.proxy.async.shared::cta``: the thread's shared-memory writes become visible
         to the async proxy (a TMA store issued after reads them)."""
+        self._fence_proxy_async()
 
     def wgmma(self, site: str, qualifier: str, desc_a, desc_b, acc: np.ndarray,
               trans_b: bool = False) -> np.ndarray:
@@ -178,6 +179,8 @@ class HopperInstructions:
         raise NotImplementedError
 
     def _bulk_commit(self) -> None: ...
+
+    def _fence_proxy_async(self) -> None: ...
 
     def _bulk_wait_read(self, pending: int) -> None: ...
 

@@ -164,6 +164,9 @@ PLANTED = {k.name: k for k in (
              "that last used it has read it (no cp.async.bulk.wait_group.read)"),
     _planted(kernel10, "skip_c_wait", partial(kernel10.program, plant="skip_c_wait"),
              "kernel10 reading C from its buffers without waiting on their mbarriers"),
+    _planted(kernel10, "no_fence", partial(kernel10.program, plant="no_fence"),
+             "kernel10 issuing each TMA store of D without fence.proxy.async after the "
+             "stmatrix that wrote its buffer"),
 )}
 
 __all__ = ["PLANTED"]

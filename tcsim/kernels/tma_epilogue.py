@@ -110,7 +110,8 @@ class TmaEpilogue:
             matrices = matrix_addresses(p, buffers)
             with m.tile(t):
                 d_in_place(m, matrices, per_warp, chunk, self.reads_c)
-                m.fence_proxy_async()
+                if plant != "no_fence":
+                    m.fence_proxy_async()
                 for w in self.warps:
                     m.tma_store("D_tma", "D", self.buffer(int(w), x), ROWS * int(w),
                                 CHUNK_COLUMNS * chunk)

@@ -70,6 +70,12 @@ EXPECTED = {
         r"role 'consumers' reads shared bytes 0x[0-9a-f]+\.\.0x[0-9a-f]+ at site 'C_ldmatrix' "
         r"while the TMA copy at site 'C_tma' may still be writing them: the copy completes on "
         r"c_full\[0\] phase 0, which role 'consumers' did not wait for"),
+    # kernel10 issuing a TMA store of D without fence.proxy.async after its stmatrix.
+    "kernel10-no-fence": (
+        tcsim.ProxyFenceError,
+        r"the TMA store at site 'D_tma' of role 'consumers' reads shared bytes "
+        r"0x[0-9a-f]+\.\.0x[0-9a-f]+, which role 'consumers' stored at site 'D_stmatrix' with "
+        r"no fence\.proxy\.async since: the async proxy may read them stale"),
 }
 # kernel7's stages are first refilled at the fifth K tile: its plants run with 16.
 SHAPES = {name: (256, 256, 1024) for name in PLANTED if name.startswith("kernel7")}
