@@ -202,7 +202,7 @@ def references(M: int, N: int, K: int, rng) -> tuple[list, object, dict]:
     """ROTATE input sets (A, B, C) on the GPU, an output D, and the reference contenders:
     cuBLAS (cupy.matmul, beta 0: it reads no C), and when torch is there (a reference, never a
     dependency) torch.matmul (cuBLAS's fastest path here) and torch.addmm (beta 1: it reads C
-    as the twins do, and writes over it)."""
+    as the twins do with beta 1, and writes over it)."""
     import cupy
 
     sets = [[cupy.asarray(rng.uniform(-1, 1, s).astype(np.float16))

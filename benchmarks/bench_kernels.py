@@ -68,8 +68,9 @@ def main() -> None:
                        args.repeat)
         D = tcsim.run("kernel10", A, B, C, 1.5, beta, accumulate="f32")
         same = np.array_equal(D.view(np.uint16), chained_wgmma(A, B, C, 1.5, beta, "f32"))
-        print(f"{f'kernel10 b{beta:g}':10s} {'f32':>10s} {seconds:9.2f} "
-              f"{n**3 / (64 * 256 * 16) / seconds:12,.0f}  {'bit-exact' if same else 'MISMATCH'}")
+        print(f"{f'kernel10, beta {beta:g}':18s} {'f32':>10s} {seconds:9.2f} "
+              f"{n**3 / (64 * 256 * 16) / seconds:12,.0f} wgmma/s  "
+              f"{'bit-exact' if same else 'MISMATCH'}")
 
 
     print(f"{'checks':10s} {'off s':>9s} {'on s':>9s} {'cost':>6s}")

@@ -1,6 +1,6 @@
 """Sustained speed, SM clock and power: cuBLAS and the twins, each launched back to back.
 
-    python benchmarks/clock_power.py [--seconds 2] [--rounds 2] [--kernels kernel10]
+    python benchmarks/clock_power.py [--seconds 2] [--rounds 3] [--kernels kernel10]
                                      [--shapes 8192x8192x8192] [--json FILE]
 
 bench_gpu.py times single launches behind an idle spin; here each contender runs alone for
@@ -39,22 +39,30 @@ NVML_CLOCK_SM = 1
 
 
 class Nvml:
-    """The few NVML queries this benchmark reads, through ctypes (no extra dependency)."""
+    """The few NVML queries this benchmark reads, through ctypes (no extra dependency), on the
+    GPU CuPy uses (found by its PCI bus id: NVML's indices ignore CUDA_VISIBLE_DEVICES)."""
 
     def __init__(self) -> None:
+        import cupy
+
         self.lib = ctypes.CDLL("libnvidia-ml.so.1")
-        if self.lib.nvmlInit_v2() != 0:
-            raise RuntimeError("nvmlInit failed")
+        self._call("nvmlInit_v2")
         self.handle = ctypes.c_void_p()
-        if self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.handle)) != 0:
-            raise RuntimeError("NVML has no device 0")
+        bus = cupy.cuda.Device().pci_bus_id.encode()
+        self._call("nvmlDeviceGetHandleByPciBusId_v2", bus, ctypes.byref(self.handle))
+
+    def _call(self, name: str, *args) -> None:
+        code = getattr(self.lib, name)(*args)
+        if code != 0:
+            raise RuntimeError(f"NVML {name} failed with code {code}")
 
     def sample(self) -> tuple[int, float, int]:
         """SM clock (MHz), board power (W), clock-limiting reasons (bit mask)."""
         clock, milliwatts, reasons = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_ulonglong()
-        self.lib.nvmlDeviceGetClockInfo(self.handle, NVML_CLOCK_SM, ctypes.byref(clock))
-        self.lib.nvmlDeviceGetPowerUsage(self.handle, ctypes.byref(milliwatts))
-        self.lib.nvmlDeviceGetCurrentClocksThrottleReasons(self.handle, ctypes.byref(reasons))
+        self._call("nvmlDeviceGetClockInfo", self.handle, NVML_CLOCK_SM, ctypes.byref(clock))
+        self._call("nvmlDeviceGetPowerUsage", self.handle, ctypes.byref(milliwatts))
+        self._call("nvmlDeviceGetCurrentClocksThrottleReasons", self.handle,
+                   ctypes.byref(reasons))
         return clock.value, milliwatts.value / 1e3, reasons.value
 
 
@@ -71,10 +79,10 @@ def sustained(fn, seconds: float, nvml: Nvml) -> dict:
     per_launch = cupy.cuda.get_elapsed_time(start, end) / 1e3
     warm = time.perf_counter() + seconds / 5
     i = 0
-    while time.perf_counter() < warm:
+    while time.perf_counter() < warm:  # in step with the GPU: no long queue left behind
         fn(i)
         i += 1
-    cupy.cuda.Device().synchronize()
+        cupy.cuda.Device().synchronize()
     launches = max(int(seconds / per_launch), 3)
     samples, done = [], threading.Event()
 
@@ -92,6 +100,8 @@ def sustained(fn, seconds: float, nvml: Nvml) -> dict:
     end.synchronize()
     done.set()
     thread.join()
+    if not samples:
+        raise RuntimeError("NVML gave no sample while the launches ran")
     seconds_each = cupy.cuda.get_elapsed_time(start, end) / 1e3 / launches
     clock = statistics.median(s[0] for s in samples)
     reasons = Counter(name for s in samples for bit, name in REASONS.items() if s[2] & bit)
@@ -106,7 +116,7 @@ def main() -> None:
     p.set_defaults(accumulate=["f32", "f16"], shapes=["8192x8192x8192", "4096x4096x4096"])
     p.add_argument("--kernels", nargs="*", default=["kernel10"])
     p.add_argument("--seconds", type=float, default=2.0)
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
     nvml = Nvml()
     rng = np.random.default_rng(0)

@@ -88,9 +88,9 @@ __all__ = [
     "wmma_basic_fixed", "wmma_shared", "tf32_puzzle",
     "run", "trace", "Trace", "SimulationError", "SharedRaceError",
     "AsyncCopyRaceError", "UninitializedReadError", "SharedAddressError", "GlobalMemoryError",
-    "DivergentWarpError", "StageRaceError", "ProxyFenceError", "DescriptorLayoutError", "DeadlockError",
-    "TransactionError", "PhaseError", "WgmmaSpec", "parse_wgmma", "supported_wgmma_qualifiers",
-    "wgmma",
+    "DivergentWarpError", "StageRaceError", "ProxyFenceError", "DescriptorLayoutError",
+    "DeadlockError", "TransactionError", "PhaseError", "WgmmaSpec", "parse_wgmma",
+    "supported_wgmma_qualifiers", "wgmma",
     "wgmma_fragment", "wgmma_regs", "WmmaSpec", "parse_wmma", "supported_wmma_qualifiers",
     "wmma", "wmma_fragment", "wmma_regs", "precision_study", "PrecisionTable",
 ]

@@ -179,8 +179,9 @@ def _add_kernel_options(parser: argparse.ArgumentParser) -> None:
         else:
             parser.add_argument(f"--{f.name}", type=int, metavar="N",
                                 help=f"(default: the kernel's, e.g. {f.default})")
-    parser.add_argument("--beta", type=float, default=1.0,
-                        help="the epilogue's beta: with 0, kernel10 reads no C (default 1)")
+    parser.add_argument("--beta", type=float, default=0.0,
+                        help="the epilogue's beta (default 0, as tcsim.run): kernel10 reads C "
+                             "only when it is not 0")
 
 
 def _docs(args) -> int:

@@ -345,10 +345,11 @@ class Tracer(Counter, Machine):
     exhaustive (``checks`` other than "off"); address checks run always."""
 
     def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
-                 exhaustive: bool = False, checks: str = "raise") -> None:
+                 exhaustive: bool = False, checks: str = "raise", beta: float = 0.0) -> None:
         self.exhaustive = exhaustive
         Counter.__init__(self)
         Machine.__init__(self, kernel, params, M, N, K, checks if exhaustive else "off")
+        self.beta = np.float32(beta)  # what the schedule sees: with 0 kernel10 reads no C
         self.report.mode = check_mode(checks)  # address errors follow it in either case
         for name, elements in (("block_k", params.block_k), ("block_n", params.block_n)):
             if elements * params.element_bytes("A") % SECTOR:
@@ -506,11 +507,12 @@ class Tracer(Counter, Machine):
 
 
 def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = False,
-          checks: str = "raise", beta: float = 1.0, **params) -> Trace:
+          checks: str = "raise", beta: float = 0.0, **params) -> Trace:
     """Count what ``kernel`` costs on an (M, N, K) problem, per instruction site.
 
     ``params`` override the kernel's tile parameters (block_m, ..., accumulate). ``beta`` is
-    the epilogue's: only whether it is 0 counts, for kernel10 reads no C then (BLAS).
+    the epilogue's, 0 as in `tcsim.run`: only whether it is 0 counts, for kernel10 reads no C
+    then (BLAS); give beta=1 for the cost of reading C.
     ``exhaustive=True`` visits every block and every K iteration instead of one block and
     three representative iterations: the same counts, at a cost that grows with the problem;
     it also runs the race and initialization checks (docs/checks.md), which ``checks``
@@ -519,8 +521,8 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
     if not isinstance(exhaustive, (bool, np.bool_)):
         raise TypeError(f"exhaustive must be True or False, got {exhaustive!r}")
     p = kernel.params(**params)
-    tracer = Tracer(kernel.name, p, M, N, K, exhaustive, checks)
-    tracer.beta = np.float32(real_scalar(beta, "beta", dtype=np.float32))
+    tracer = Tracer(kernel.name, p, M, N, K, exhaustive, checks,
+                    real_scalar(beta, "beta", dtype=np.float32))
     blocks = [(r, c) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])] \
         if exhaustive else [(0, 0)]
     for row, col in blocks:

@@ -37,6 +37,24 @@ def beta_zero_inputs(rng, M: int, N: int, K: int):
     return A, B, C
 
 
+def beta_zero_on_gpu(name: str, shape, rng, beta: float, **options):
+    """tcsim.run and the CUDA twin on `beta_zero_inputs` with alpha -1.5 and ``beta`` (0 or
+    -0): the twin's D bits and how many elements differ, logged (``TCSIM_HW_LOG``)."""
+    from hw_log import log_hw
+
+    from tcsim import hw, run
+    from tcsim.hw import runtime
+
+    A, B, C = beta_zero_inputs(rng, *shape)
+    sim = run(name, A, B, C, -1.5, beta, **options).view(np.uint16)
+    got = hw.run(name, A, B, C, -1.5, beta, **options).view(np.uint16)
+    differ = int((sim != got).sum())
+    log_hw({"test": "beta_zero", "kernel": name, "shape": list(shape), "beta": beta,
+            "options": options, "differ": differ, "elements": sim.size,
+            "device": runtime.device_name()})
+    return got, differ
+
+
 def blas_epilogue(acc: np.ndarray, C: np.ndarray, alpha: float, beta: float) -> np.ndarray:
     """D's f16 bits (uint16) from f32 accumulators: f16(alpha * acc + beta * C), each step an
     f32 operation rounded to nearest; with beta 0, f16(alpha * acc), C unread (BLAS: its NaN,

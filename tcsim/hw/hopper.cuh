@@ -622,6 +622,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
   const uint32_t c_full_warp = c_full + 8 * STORE_BUFFERS * (consumer * 4 + warp);
   int stores = 0;
   const int c_at = max(k_tiles - 1 - C_EARLY, 0);  // the K tile after whose wgmma C is asked for
+  const bool read_c = beta != 0.0f;  // BLAS: with beta 0 (either sign) C is not read
 #endif
   for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
     int row, col;
@@ -648,7 +649,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
       wgmma_commit();
 #if TMA_STORE_EPILOGUE
       // C's first boxes (none with beta 0), once the last tile's stores have read them
-      if (k == c_at && lane == 0 && beta != 0.0f) {
+      if (k == c_at && lane == 0 && read_c) {
         if (!PLANT_NO_STORE_WAIT) bulk_wait_read<0>();
 #pragma unroll
         for (int chunk = 0; chunk < min(STORE_BUFFERS, BN / 64); chunk++)
@@ -669,7 +670,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     if (!PLANT_EARLY_RELEASE && lane == 0)
       release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
 #if TMA_STORE_EPILOGUE
-    if (beta != 0.0f)
+    if (read_c)
       epilogue_tile_tma<true>(acc, alpha, beta, staging, c_full_warp, tensor_c, tensor_d,
                               warp_row, col * BN, stores);
     else  // beta 0: no C (BLAS)

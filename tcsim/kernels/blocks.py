@@ -247,7 +247,7 @@ def epilogue_words(m: Machine, acc: np.ndarray, c: np.ndarray) -> np.ndarray:
     acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)
     with np.errstate(over="ignore", invalid="ignore"):
         # BLAS: with beta 0, C is not read, so its NaN, infinities and zero signs never reach D
-        d = (m.alpha * acc if m.beta == 0 else m.alpha * acc + m.beta * c).astype(np.float16)
+        d = (m.alpha * acc + m.beta * c if m.reads_c else m.alpha * acc).astype(np.float16)
     bits = d.view(np.uint16)
     bits[np.isnan(d)] = 0x7FFF
     return np.ascontiguousarray(bits).view(np.uint32)[..., 0]

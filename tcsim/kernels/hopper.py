@@ -122,7 +122,7 @@ class HopperInstructions:
 
     def fence_proxy_async(self) -> None:
         """``fence.proxy.async.shared::cta``: the thread's shared-memory writes become visible
-        to the async proxy (a TMA store issued after reads them)."""
+        to the async proxy (a TMA store or wgmma issued after reads them)."""
         self._fence_proxy_async()
 
     def wgmma(self, site: str, qualifier: str, desc_a, desc_b, acc: np.ndarray,

@@ -89,6 +89,11 @@ class Machine(HopperInstructions, ABC):
         self.begin_blocks(np.zeros(1, np.int64), np.zeros(1, np.int64))
 
     @property
+    def reads_c(self) -> bool:
+        """BLAS: with beta 0, of either sign, the epilogue does not read C."""
+        return self.beta != 0
+
+    @property
     def k_tile_count(self) -> int:
         return self.K // self.params.block_k
 

@@ -65,7 +65,7 @@ class TmaEpilogue:
     def __init__(self, m, p: GemmParams, c_full) -> None:
         self.m, self.p, self.c_full = m, p, c_full
         self.buffers = p.store_buffers
-        self.reads_c = m.beta != 0
+        self.reads_c = m.reads_c
         self.stores = 0
         self.warps = np.arange(4 * p.consumers)
         self.chunks = p.block_n // CHUNK_COLUMNS

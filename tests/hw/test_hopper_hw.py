@@ -6,7 +6,7 @@ inputs with subnormals, overflow, cancellation, inf and NaN, at non-square shape
 
 import numpy as np
 import pytest
-from gemm_inputs import beta_zero_inputs, gemm_inputs
+from gemm_inputs import beta_zero_on_gpu, gemm_inputs
 from hw_log import log_hw
 
 import tcsim
@@ -63,20 +63,18 @@ def test_persistent_blocks_match_the_cuda_twin(name, persistent, group, shape, r
     assert differ == 0, f"{name} {options} {M}x{N}x{K}: {differ} of {M * N} differ"
 
 
-@pytest.mark.parametrize("accumulate", ["f16", "f32"])
-@pytest.mark.parametrize("name", ["kernel8", "kernel10"])
-def test_beta_zero_ignores_c_on_the_gpu(name, accumulate, rng):
+@pytest.mark.parametrize("name, accumulate, beta", [
+    *((name, "f32", beta) for name in HOPPER_KERNELS for beta in (0.0, -0.0)),
+    ("kernel10", "f16", 0.0)])
+def test_beta_zero_ignores_c_on_the_gpu(name, accumulate, beta, rng):
     """BLAS: with beta 0 C is not read (kernel10 asks for no C box at all): none of C's NaN,
-    infinities or zero signs reach D, on several tiles per block."""
-    M, N, K = 640, 512, 1024
-    A, B, C = beta_zero_inputs(rng, M, N, K)
-    options = {"accumulate": accumulate, "persistent_blocks": 3}
-    sim = tcsim.run(name, A, B, C, -1.5, 0.0, **options).view(np.uint16)
-    got = hw.run(name, A, B, C, -1.5, 0.0, **options).view(np.uint16)
-    differ = int((sim != got).sum())
-    log_hw({"kernel": name, "accumulate": accumulate, "shape": [M, N, K], "beta": 0.0,
-            "differ": differ, "elements": M * N, "device": runtime.device_name()})
-    assert differ == 0, f"{name} {accumulate} beta 0: {differ} of {M * N} differ"
+    infinities or zero signs reach D, on several tiles per block where the kernel is
+    persistent."""
+    options = {"accumulate": accumulate}
+    if name != "kernel7":
+        options["persistent_blocks"] = 3
+    got, differ = beta_zero_on_gpu(name, (640, 512, 1024), rng, beta, **options)
+    assert differ == 0, f"{name} {options} beta {beta}: {differ} of {got.size} differ"
     assert (got[5] == 0x8000).all()
 
 

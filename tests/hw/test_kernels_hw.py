@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from gemm_inputs import beta_zero_inputs, gemm_inputs
+from gemm_inputs import beta_zero_on_gpu, gemm_inputs
 
 import tcsim
 from tcsim import hw
@@ -56,17 +56,12 @@ def test_run_matches_the_cuda_twin_bit_for_bit(name, accumulate, rng):
 EXTRA_COUNTER_CASES = [("kernel6", (256, 256, 512), "f16", {"block_k": 16, "warp_k": 16})]
 
 
+@pytest.mark.parametrize("beta", [0.0, -0.0])
 @pytest.mark.parametrize("name", list(KERNELS))
-def test_beta_zero_ignores_c_on_the_gpu(name, rng):
+def test_beta_zero_ignores_c_on_the_gpu(name, beta, rng):
     """BLAS: with beta 0 the twins let none of C's NaN, infinities or zero signs into D."""
-    M, N, K = 256, 512, 320
-    A, B, C = beta_zero_inputs(rng, M, N, K)
-    sim = tcsim.run(name, A, B, C, -1.5, 0.0, accumulate="f32").view(np.uint16)
-    got = hw.run(name, A, B, C, -1.5, 0.0, accumulate="f32").view(np.uint16)
-    differ = int((sim != got).sum())
-    _log({"test": "kernel_beta_zero", "kernel": name, "accumulate": "f32", "shape": [M, N, K],
-          "beta": 0.0, "differ": differ, "elements": M * N})
-    assert differ == 0, f"{name} beta 0: {differ} of {M * N} differ"
+    got, differ = beta_zero_on_gpu(name, (256, 512, 320), rng, beta, accumulate="f32")
+    assert differ == 0, f"{name} beta {beta}: {differ} of {got.size} differ"
     assert (got[5] == 0x8000).all()
 
 

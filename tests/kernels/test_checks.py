@@ -222,3 +222,43 @@ def test_wgmma_wait_refuses_a_bad_count(pending):
     kernel = replace(tcsim.kernel7, name="bad-wait", program=lambda m, p: m.wgmma_wait(pending))
     with pytest.raises(ValueError, match="wgmma.wait_group takes a count of pending groups"):
         tcsim.trace(kernel, 128, 256, 64)
+
+
+def _fence_checker():
+    from tcsim.kernels.checks import Report
+    from tcsim.kernels.happens_before import PhaseChecker
+
+    checker = PhaseChecker(Report("fences", "collect"), 1024, lambda: "block (0, 0)")
+    checker.switch("consumers")
+    return checker
+
+
+def test_proxy_fences_by_the_writing_role_and_tma_copies_clear_the_marks():
+    """The fence check alone: a TMA store or wgmma reading a role's unfenced stores is a
+    ProxyFenceError; the writing role's fence clears it, another role's does not, and bytes a
+    TMA copy wrote since hold no generic store."""
+    from tcsim.kernels.roles import Barriers
+
+    bytes_ = np.arange(0, 64)
+    c = _fence_checker()
+    c.access("D_stmatrix", bytes_, write=True)
+    c.bulk_read("D_tma", bytes_)
+    c.fence_proxy()
+    c.bulk_read("D_tma", bytes_)
+    c.switch("producer")
+    c.access("A_st", bytes_ + 128, write=True)  # and no fence
+    c.switch("consumers")
+    c.access("B_st", bytes_ + 256, write=True)
+    c.fence_proxy()  # the consumers' fence does not cover the producer's stores
+    c.wgmma_read("wgmma", "a", 0, (bytes_ + 128).reshape(4, 16), 2, "K")
+    errors = [e for e in c.report.problems if isinstance(e, tcsim.ProxyFenceError)]
+    assert len(errors) == 2
+    assert "the TMA store at site 'D_tma'" in str(errors[0])
+    assert "the wgmma at site 'wgmma'" in str(errors[1])
+    assert "role 'producer' stored at site 'A_st'" in str(errors[1])
+    c = _fence_checker()
+    c.access("C_st", bytes_, write=True)
+    full = Barriers("full", 512, 1, 1)
+    c.tma_write("C_tma", "C", bytes_.reshape(4, 16), 0, 0, full, 0)
+    c.bulk_read("D_tma", bytes_)
+    assert not any(isinstance(e, tcsim.ProxyFenceError) for e in c.report.problems)

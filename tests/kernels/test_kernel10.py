@@ -81,7 +81,7 @@ def test_tma_store_writes_the_swizzled_box_where_the_map_says(rng):
 
 def test_trace_moves_c_and_d_as_tma_boxes_without_conflicts():
     M, N, K = 512, 1024, 256
-    trace = tcsim.trace(kernel10, M, N, K)
+    trace = tcsim.trace(kernel10, M, N, K, beta=1)  # beta 0, the default, reads no C
     boxes = M * N // (16 * 64)
     for site in ("C_tma", "D_tma"):
         s = trace.sites[site]
