@@ -54,7 +54,7 @@ def test_ptxas_registers_are_what_nsight_compute_reported_on_the_h100():
     """launch__registers_per_thread of the twins at 4096^3 (docs/benchmarks.md, 2026-11-22).
     kernel6 has 254 since its epilogue selects beta 0's addend (244 before): ptxas's count,
     which tests/hw/test_kernels_hw.py held equal to Nsight Compute's on the H100 on
-    2026-11-24."""
+    2026-11-24 (docs/evidence/hw_beta0_2026-11-24_mended.jsonl)."""
     measured = {"kernel1": 186, "kernel2": 195, "kernel3": 209, "kernel4": 210,
                 "kernel5": 168, "kernel6": 254}
     for name, registers in measured.items():
