@@ -90,7 +90,8 @@ class Machine(HopperInstructions, ABC):
 
     @property
     def reads_c(self) -> bool:
-        """BLAS: with beta 0, of either sign, the epilogue does not read C."""
+        """BLAS: with beta 0, of either sign, C takes no part in D (kernel10 does not even
+        load it; the other kernels load it and leave it out)."""
         return self.beta != 0
 
     @property
