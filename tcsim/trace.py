@@ -160,6 +160,7 @@ class Trace:
     # What the speed model needs of the K loop: "k_tiles", "prefetch" (how many K tiles ahead
     # of the one computed a global load or copy reads) and "barriers" (per K tile).
     pipeline: dict = field(default_factory=dict)
+    beta: float = 0.0  # the epilogue's: with 0, kernel10 reads no C
 
     def explain(self, gpu: str = "H100-SXM", registers: int | None = None):
         """Why this kernel takes the time it does on ``gpu``: `tcsim.perf.Explanation`
@@ -176,6 +177,7 @@ class Trace:
 
     def to_dict(self) -> dict:
         return {"kernel": self.kernel, "problem": list(self.problem), "params": self.params,
+                "beta": self.beta,
                 "sites": [dict(asdict(s), conflicts=s.conflicts) for s in self.sites.values()],
                 "totals": self.totals}
 
@@ -533,4 +535,4 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
     pipeline = {"k_tiles": tiles, "prefetch": tracer.prefetch,
                 "barriers": tracer.barriers / len(blocks) / max(tiles, 1)}
     return Trace(kernel.name, (tracer.M, tracer.N, tracer.K), p.as_dict(), tracer.sites,
-                 tracer.report.problems, pipeline)
+                 tracer.report.problems, pipeline, float(tracer.beta))

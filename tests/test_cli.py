@@ -56,11 +56,15 @@ def test_compare_shows_the_conflicts_swizzling_removes(capsys):
 
 
 def test_hopper_kernels_trace_and_beta_zero_drops_c(capsys):
+    import json
+
     assert main(["trace", "kernel10", "256", "512", "128", "--beta", "1"]) == 0
     assert "C_tma" in capsys.readouterr().out
     assert main(["trace", "kernel10", "256", "512", "128"]) == 0  # beta 0, as tcsim.run
     out = capsys.readouterr().out
     assert "D_tma" in out and "C_tma" not in out
+    assert main(["trace", "kernel10", "256", "512", "128", "--beta", "-2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["beta"] == -2
     assert main(["explain", "kernel10", "4096", "4096", "4096"]) == 2  # not modelled yet
     err = capsys.readouterr().err.strip()
     assert "does not cover warp-specialized" in err and "\n" not in err
