@@ -54,20 +54,18 @@ VARIANTS = {  # label -> extra defines on kernel8's twin
     "tma, cluster 2, group 8": {"TMA_STORE_EPILOGUE": 1, "STORE_BUFFERS": 2, "C_EARLY": 1,
                                 "CLUSTER_M": 2, "GROUP_M": 8},
 }
-STAGED_BYTES = 8 * 16 * 128  # kernel9's staging: 16 rows x 128 bytes per consumer warp
 
 
 def _variant(launch, extra: dict):
     """``launch`` with ``extra`` defines (and the epilogue's shared memory and maps, from
-    GemmParams and tcsim.kernels.tma_epilogue, as kernel10 has them)."""
+    GemmParams and tcsim.kernels.tma_epilogue, as kernel9 and kernel10 have them)."""
     shared, maps = launch.shared_bytes, launch.tensor_maps
+    stages = extra.get("STAGES", launch.defines["STAGES"])
     if extra.get("STAGED_EPILOGUE"):
-        shared = -(-shared // 128) * 128 + STAGED_BYTES
+        shared = tcsim.kernels.kernel_named("kernel9").params(stages=stages).shared_bytes
     if extra.get("TMA_STORE_EPILOGUE"):
-        p = tcsim.kernels.kernel_named("kernel10").params(
-            store_buffers=extra["STORE_BUFFERS"],
-            stages=extra.get("STAGES", launch.defines["STAGES"]))
-        shared = p.shared_bytes
+        shared = tcsim.kernels.kernel_named("kernel10").params(
+            store_buffers=extra["STORE_BUFFERS"], stages=stages).shared_bytes
         maps = (*maps, *epilogue_maps(launch.args[6], launch.args[7]))
     return dataclasses.replace(launch, defines={**launch.defines, **extra}, shared_bytes=shared,
                                tensor_maps=maps)

@@ -19,13 +19,14 @@ from tcsim.memory import SharedMemory
 kernel9 = kernel_named("kernel9")
 
 
+@pytest.mark.parametrize("name", ["kernel9", "kernel10"])  # kernel10's TMA epilogue too
 @pytest.mark.parametrize("accumulate", ["f32", "f16"])
 @pytest.mark.parametrize("shape, persistent", [((128, 256, 64), 0), ((384, 512, 320), 4),
                                                 ((256, 768, 1024), 5)])
-def test_run_equals_the_wgmma_chain(shape, persistent, accumulate, rng):
+def test_run_equals_the_wgmma_chain(name, shape, persistent, accumulate, rng):
     M, N, K = shape
     A, B, C, alpha, beta = gemm_inputs(rng, M, N, K)
-    D = tcsim.run(kernel9, A, B, C, alpha, beta, accumulate=accumulate,
+    D = tcsim.run(name, A, B, C, alpha, beta, accumulate=accumulate,
                   persistent_blocks=persistent)
     assert np.array_equal(D.view(np.uint16), chained_wgmma(A, B, C, alpha, beta, accumulate))
 
