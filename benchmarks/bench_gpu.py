@@ -123,7 +123,8 @@ def wgmma_ceilings(runs: int) -> dict[str, float]:
         fn = runtime.kernel_function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, shared,
                                      "sm_90a")
         seconds = median_seconds(lambda i, fn=fn: fn((blocks,), (128 * warpgroups,),
-                                                     (out, np.int32(iterations)),
+                                                     (out, np.int32(iterations),
+                                                      np.int32(0), np.uint64(0)),
                                                      shared_mem=shared), runs)
         flops = blocks * warpgroups * iterations * 4 * 2 * 64 * 256 * 16
         result[f"wgmma {acc}"] = flops / seconds / 1e12

@@ -39,6 +39,13 @@ duration given below. Measurements:
 - l1_bytes_per_sm_per_cycle: SMs x 4 blocks x 256 threads each read the same 16 KiB with 16-byte
   plain ld.global loads, many times (L1 hits); global_load_sectors_per_sm_per_cycle is the same
   rate in 32-byte sectors; l1_bytes_per_sm_per_cycle_ld_ca uses ld.global.ca instead.
+- wgmma_m64n256k16_f16_<acc>_per_sm_per_cycle: tcsim/hw/wgmma_peak.cu with random f16 in its
+  shared tile, SMs x 1 block of 2 warpgroups (the Hopper twins' consumers), warpgroup wgmma
+  over clock64 spans, ~50 ms; sm_clock_ghz_wgmma_<acc>_2ms and _50ms: the clock under that load
+  in launches of ~2 ms (one large GEMM) and ~50 ms, as for sm_clock_ghz_tensor.
+- l2_tma_read_bytes_per_s (and per cycle, per SM per cycle): tcsim/hw/tma_bench.cu, SMs x 1
+  block whose one thread keeps 6 stages x 4 boxes of 64 x 64 f16 (128-byte swizzle) in flight
+  from an L2-resident 16 MiB matrix, ~5 ms; tma_latency_cycles: one block, one box at a time.
 
 Each measurement is one function; one that fails prints its error and the others still run
 (the JSON's "errors" maps the function's name to the message). Needs CuPy and a GPU; the whole
@@ -540,9 +547,102 @@ def l1_bandwidth(ctx: Context) -> Constants:
     return out
 
 
+# --- h. Hopper: wgmma and TMA (sm_90a) --------------------------------------------------------
+
+WGMMA_SHARED = 40 * 1024  # wgmma_peak.cu's one stage
+WGMMA_WARPGROUPS = 2  # the Hopper twins' consumers
+
+
+def wgmma_throughput(ctx: Context) -> Constants:
+    """wgmma m64n256k16 per SM per cycle (2 warpgroups per SM, random f16 in shared memory) and
+    the clock the GPU holds under that load: in launches of ~2 ms (one large GEMM) and ~50 ms."""
+    import cupy
+
+    from tcsim.hw import runtime
+
+    blocks = ctx.sms
+    rec = records(blocks)
+    out: Constants = {}
+    for acc in ("f32", "f16"):
+        fn = runtime.kernel_function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, WGMMA_SHARED,
+                                     "sm_90a")
+        sink = cupy.zeros(1, cupy.uint32)
+
+        def make(iters: int, fn=fn, sink=sink) -> Callable[[], None]:
+            def launch() -> None:
+                fn((blocks,), (128 * WGMMA_WARPGROUPS,), (sink, np.int32(iters), np.int32(1), rec),
+                   shared_mem=WGMMA_SHARED)
+            return launch
+
+        for target, label in ((0.002, "2ms"), (0.05, "50ms")):
+            iters = calibrate(make, 64, target)
+            seconds = median_seconds(make(iters), ctx.runs, ctx.warmup)
+            per_block = WGMMA_WARPGROUPS * iters * 4
+            stats = per_sm(rec, per_block)
+            how = (f"wgmma_peak_{acc}: {blocks} blocks x {WGMMA_WARPGROUPS} warpgroups x {iters} "
+                   f"iterations x 4 wgmma, random f16 ({seconds * 1e3:.1f} ms)"
+                   + coverage(ctx, stats))
+            if label == "50ms":
+                out[f"wgmma_m64n256k16_f16_{acc}_per_sm_per_cycle"] = entry(
+                    stats.rate, "wgmma/SM/cycle",
+                    f"median over SMs of warpgroup wgmma / clock64 span; {how}")
+            out[f"sm_clock_ghz_wgmma_{acc}_{label}"] = entry(
+                stats.max_cycles / seconds / 1e9, "GHz",
+                f"longest SM's clock64 span / median event time; {how}")
+    return out
+
+
+TMA_MATRIX = (4096, 2048)  # f16 rows x columns: 16 MiB, L2-resident after warm-up
+TMA_BOX_BYTES = 64 * 128
+TMA_RING = (6, 4)  # stages x boxes: tma_bench.cu's RING_STAGES, RING_BOXES
+
+
+def tma_read(ctx: Context) -> Constants:
+    """TMA copies from L2 to shared memory: the whole GPU's bytes per second with 192 KiB in
+    flight per SM, and one copy's latency."""
+    import cupy
+
+    from tcsim.hw import runtime, tma
+    from tcsim.memory.tma import TensorMap
+
+    stages, boxes = TMA_RING
+    shared = stages * boxes * TMA_BOX_BYTES + 1024
+    rows, cols = TMA_MATRIX
+    matrix = cupy.zeros(rows * cols, cupy.uint16)
+    encoded = tma.encode(TensorMap(rows, cols, 2, 64, 64, "128B"), matrix.data.ptr)
+    fn = runtime.kernel_function("tma_bench.cu", "tma_read", None, shared, "sm_90a")
+    out: Constants = {}
+    for blocks, s, b, key in ((ctx.sms, stages, boxes, "rate"), (1, 1, 1, "latency")):
+        rec = records(blocks)
+
+        def make(iters: int, blocks=blocks, s=s, b=b, rec=rec) -> Callable[[], None]:
+            return lambda: tma.launch(fn, (blocks,), (32,), [
+                encoded, iters, s, b, rows // 64, cols // 64, rec], shared)
+
+        if key == "rate":
+            iters = calibrate(make, 64, 0.005)
+            seconds = median_seconds(make(iters), ctx.runs, ctx.warmup)
+            stats = per_sm(rec, iters * b * TMA_BOX_BYTES)
+            how = (f"tma_read: {blocks} blocks, one thread each keeping {s} x {b} boxes of 64 x "
+                   f"64 f16 (128-byte swizzle) in flight, {iters} stages a block, of a 16 MiB "
+                   f"matrix ({seconds * 1e3:.2f} ms)" + coverage(ctx, stats))
+            out.update(bandwidth_entries(ctx, "l2_tma_read", blocks * iters * b * TMA_BOX_BYTES,
+                                         seconds, stats, how))
+            out["l2_tma_read_bytes_per_sm_per_cycle"] = entry(
+                stats.rate, "B/SM/cycle", f"median over SMs of bytes / clock64 span; {how}")
+        else:
+            iters = 4096
+            median_seconds(make(iters), ctx.runs, ctx.warmup)
+            out["tma_latency_cycles"] = entry(
+                per_sm(rec, 1.0).max_cycles / iters, "cycles",
+                f"tma_read: 1 block, one 8 KiB box at a time, each waited for on its mbarrier "
+                f"before the next is asked for, {iters} copies; clock64 span / copies")
+    return out
+
+
 MEASUREMENTS: tuple[Callable[[Context], Constants], ...] = (
     sm_clock, tensor_throughput, mma_latency, shared_throughput, shared_latency,
-    global_latency, l2_bandwidth, dram_bandwidth, l1_bandwidth,
+    global_latency, l2_bandwidth, dram_bandwidth, l1_bandwidth, wgmma_throughput, tma_read,
 )
 
 

@@ -13,25 +13,7 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 
 #define IMPOSSIBLE 0x7f812345u
-#define RECORD 5
-
-__device__ __forceinline__ u64 clock_now() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
-  return t;
-}
-
-__device__ __forceinline__ u64 global_now() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-  return t;
-}
-
-__device__ __forceinline__ u32 sm_id() {
-  u32 s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
+#include "bench_clock.cuh"
 
 // Block-wide start: all warps arrive, then thread 0 reads the clocks (kept in shared memory,
 // not in every thread's registers).
@@ -48,16 +30,7 @@ __device__ __forceinline__ void block_start() {
 // Block-wide end: all warps have issued their loops; thread 0 writes the record.
 __device__ __forceinline__ void block_end(u64* rec) {
   __syncthreads();
-  if (threadIdx.x == 0) {
-    const u64 c1 = clock_now();
-    const u64 g1 = global_now();
-    u64* r = rec + (u64)blockIdx.x * RECORD;
-    r[0] = sm_id();
-    r[1] = block_clock0[0];
-    r[2] = c1;
-    r[3] = block_clock0[1];
-    r[4] = g1;
-  }
+  write_record(rec, block_clock0[0], block_clock0[1]);
 }
 
 __device__ __forceinline__ void sink_if_impossible(u32* sink, u32 x) {

@@ -1,11 +1,15 @@
 // The wgmma throughput ceiling (sm_90a): wgmma.mma_async m64n256k16 from one shared tile, no
 // copies, no barriers. Each block is WARPGROUPS warpgroups, each issuing kernel7's pattern
 // (4 wgmma into one accumulator per group, commit, wait until one group is pending) with
-// shared memory that never changes. Launch 132 blocks of 256 threads with 40 KiB of dynamic
-// shared memory (benchmarks/bench_gpu.py). The result is stored only when it equals an
-// impossible value, so the compiler must keep every wgmma.
+// shared memory that never changes: zeros, or with `random` set f16 values of magnitude in
+// [1/16, 1/8) with random signs and mantissas (a hash of the index), which toggle the tensor
+// cores' inputs as a GEMM's data does and so draw a GEMM's power. Launch 132 blocks of 256
+// threads with 40 KiB of dynamic shared memory (benchmarks/bench_gpu.py; with a record array,
+// benchmarks/bench_gpu_constants.py). The result is stored only when it equals an impossible
+// value, so the compiler must keep every wgmma.
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
+#include "bench_clock.cuh"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
 #include "wgmma_issue.cuh"
 
@@ -19,14 +23,25 @@ __device__ __forceinline__ uint64_t peak_descriptor(uint32_t address, uint32_t l
          (uint64_t)(1024 >> 4) << 32 | 1ull << 62;
 }
 
+// Two f16 of magnitude [1/16, 1/8), signs and mantissas from a hash of i.
+__device__ __forceinline__ uint32_t random_f16x2(uint32_t i) {
+  uint32_t h = i * 0x9E3779B1u;
+  h ^= h >> 15;
+  h *= 0x85EBCA77u;
+  h ^= h >> 13;
+  return (h & 0x83FF83FFu) | 0x2C002C00u;  // exponent 11: 2^-4 x (1 + mantissa / 1024)
+}
+
 template <typename Acc, int REGS>
-__device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations) {
+__device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations, int random,
+                                          uint64_t* rec) {
   uint32_t base;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }"
       : "=r"(base) : "l"(peak_shared));
   for (int i = threadIdx.x; i < 40 * 1024 / 4; i += blockDim.x)
-    reinterpret_cast<uint32_t*>(peak_shared)[i] = 0;
+    reinterpret_cast<uint32_t*>(peak_shared)[i] = random ? random_f16x2(i) : 0;
   __syncthreads();
+  const uint64_t clock0 = clock_now(), global0 = global_now();
   for (int i = 0; i < iterations; i++) {
     asm volatile("wgmma.fence.sync.aligned;" : : : "memory");
 #pragma unroll
@@ -40,17 +55,19 @@ __device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations) {
     asm volatile("wgmma.wait_group.sync.aligned 1;" : : : "memory");
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" : : : "memory");
+  __syncthreads();
+  write_record(rec, clock0, global0);
 }
 #endif
 
 // Two kernels, each reducing its accumulators in their own type: reading the f32 accumulators
 // as bits (__float_as_uint) in a shared template made ptxas inject warpgroup.arrive (C7519)
 // and a wait after every wgmma (seen in the SASS with nvcc 13), which serializes them.
-extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f32(uint32_t* out,
-                                                                     int iterations) {
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f32(uint32_t* out, int iterations,
+                                                                     int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
   float acc[128] = {};
-  peak_loop(acc, iterations);
+  peak_loop(acc, iterations, random, rec);
   float x = 0;
   for (int r = 0; r < 128; r++) x += acc[r];
   if (x == 12345.0f) out[0] = 1;
@@ -59,11 +76,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f32(uint32_t* ou
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f16(uint32_t* out,
-                                                                     int iterations) {
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f16(uint32_t* out, int iterations,
+                                                                     int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
   uint32_t acc[64] = {};
-  peak_loop(acc, iterations);
+  peak_loop(acc, iterations, random, rec);
   uint32_t x = 0;
   for (int r = 0; r < 64; r++) x ^= acc[r];
   if (x == 0x7f812345u) out[0] = x;
