@@ -158,7 +158,9 @@ class Trace:
     sites: dict[str, Site] = field(default_factory=dict)
     problems: list = field(default_factory=list)  # SimulationErrors, with checks="collect"
     # What the speed model needs of the K loop: "k_tiles", "prefetch" (how many K tiles ahead
-    # of the one computed a global load or copy reads) and "barriers" (per K tile).
+    # of the one computed a global load or copy reads), "barriers" (per K tile) and
+    # "fragments_ahead" (1 when fragments are loaded a warp_k step before their mma) and
+    # "local_bytes_per_thread".
     pipeline: dict = field(default_factory=dict)
     beta: float = 0.0  # the epilogue's: with 0, kernel10 reads no C
 
@@ -262,6 +264,7 @@ class Counter:
         self.sites: dict[str, Site] = {}
         self.blocks = 1
         self.weight = 1
+        self.local_bytes = 0  # a thread's local memory: the highest byte it touches, plus one
 
     def _site(self, name: str, instruction: str, ptx: str = "") -> Site:
         site = self.sites.setdefault(name, Site(name, instruction, ptx=ptx))
@@ -303,6 +306,7 @@ class Counter:
         s.executions += lanes.shape[0] * self.times
 
     def _count_local(self, site, spelling, offsets, width) -> None:
+        self.local_bytes = max(self.local_bytes, int(np.max(offsets)) + width)
         lanes = offsets.reshape(-1, 32)
         s = self._site(site, spelling)
         s.executions += lanes.shape[0] * self.times
@@ -365,6 +369,7 @@ class Tracer(Counter, Machine):
         self.k = None  # the K tile of the loop iteration being traced
         self.prefetch = 0
         self.barriers = 0  # barriers inside the K loop, weighted like everything else
+        self.fragments_early = 0  # 1: fragments are loaded a warp_k step ahead of their mma
 
     def begin_blocks(self, rows, cols) -> None:
         if self.report.mode == "off" or self.exhaustive:
@@ -392,6 +397,9 @@ class Tracer(Counter, Machine):
         if not instruction.startswith("cp.async"):
             self.copying = False
         return super()._site(name, instruction, ptx)
+
+    def fragments_ahead(self) -> None:
+        self.fragments_early = 1
 
     def sync(self) -> None:
         self.copying = False
@@ -533,6 +541,8 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
         tracer.end_blocks()
     tiles = tracer.k_tile_count
     pipeline = {"k_tiles": tiles, "prefetch": tracer.prefetch,
-                "barriers": tracer.barriers / len(blocks) / max(tiles, 1)}
+                "barriers": tracer.barriers / len(blocks) / max(tiles, 1),
+                "fragments_ahead": tracer.fragments_early,
+                "local_bytes_per_thread": tracer.local_bytes}
     return Trace(kernel.name, (tracer.M, tracer.N, tracer.K), p.as_dict(), tracer.sites,
                  tracer.report.problems, pipeline, float(tracer.beta))

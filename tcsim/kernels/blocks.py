@@ -168,6 +168,7 @@ def compute_pipelined(m: Machine, A_smem: SharedTile, B_smem: SharedTile,
     """compute_block_tile with register double buffering: the fragments of warp_k step s + 1
     are loaded before the mma of step s, so ldmatrix latency hides behind tensor-core work."""
     steps = m.params.block_k // m.params.warp_k
+    m.fragments_ahead()
     a, b = load_a_fragments(m, A_smem, 0, 4), load_b_fragments(m, B_smem, 0, 4)
     for warp_k in range(steps):
         if warp_k + 1 < steps:

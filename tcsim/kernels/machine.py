@@ -326,6 +326,10 @@ class Machine(HopperInstructions, ABC):
         self.require_full_warp(site, "mma.sync.aligned." + self.params.qualifier)
         return self._mma(site, a, b, c)
 
+    def fragments_ahead(self) -> None:
+        """The schedule loads the next warp_k step's fragments before this step's mma (register
+        double buffering). Nothing to execute; the tracer records it for the speed model."""
+
     def sync(self) -> None:
         """``__syncthreads()`` (bar.sync 0): ends a barrier interval."""
         if self.checker is not None:

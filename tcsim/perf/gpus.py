@@ -43,7 +43,9 @@ class Gpu:
 
     def tensor_rate(self, qualifier: str) -> float:
         """mma.sync instructions of ``qualifier`` (``m16n8k16.row.col.f32.f16.f16.f32`` or
-        with the ``mma.sync.aligned.`` prefix) one SM completes per cycle at most."""
+        with the ``mma.sync.aligned.`` prefix), or warpgroup wgmma instructions of
+        ``wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16``, one SM completes per cycle at
+        most."""
         family = tensor_family(qualifier)
         if family not in self.tensor:
             raise KeyError(f"{self.key}: no tensor rate for {family!r} (a {qualifier}); "
@@ -54,9 +56,18 @@ class Gpu:
     def cycles_per_second(self) -> float:
         return self["clock_ghz"] * 1e9
 
+    def clock_hz(self, wgmma: bool) -> float:
+        """The SM clock the model assumes: under an mma.sync load (``clock_ghz``), or for a
+        wgmma kernel the clock under a wgmma load of random data (``clock_ghz_wgmma``)."""
+        return (self["clock_ghz_wgmma"] if wgmma else self["clock_ghz"]) * 1e9
+
 
 def tensor_family(qualifier: str) -> str:
-    """``"m16n8k16.f32.f16"``: shape, D type and A type, what sets an mma.sync's rate."""
+    """What sets a tensor instruction's rate: ``"m16n8k16.f32.f16"`` (an mma.sync's shape, D
+    type and A type) or ``"wgmma.m64n256k16.f32.f16"``."""
+    if qualifier.startswith("wgmma."):
+        parts = qualifier.removeprefix("wgmma.mma_async.sync.aligned.").split(".")
+        return f"wgmma.{parts[0]}.{parts[1]}.{parts[2]}"
     parts = qualifier.removeprefix("mma.sync.aligned.").split(".")
     return f"{parts[0]}.{parts[3]}.{parts[4]}"
 

@@ -1,27 +1,48 @@
 """The speed-of-light model: from a `Trace`'s exact counts to a predicted time and a limiter.
 
-Per SM, ``B`` blocks run at once (`occupancy`). For one block the trace gives the work each
+Per SM, ``B`` blocks run at once (`occupancy`). For one block tile the trace gives the work each
 unit must do, in cycles at that unit's full rate (GPU description, `tcsim.perf.gpus`):
 
-- tensor: mma instructions / the SM's rate for their shape and types;
-- shared: shared-memory wavefronts (loads, stores, cp.async writes) / wavefronts per cycle;
+- tensor: mma.sync instructions, or warpgroup wgmma instructions, / the SM's rate for them;
+- shared: shared-memory wavefronts (loads, stores, cp.async writes, wgmma operands) / rate;
 - l1: global and local sectors through L1 / sectors per cycle;
 - issue: the warp instructions the trace counts / the SM's schedulers (a lower bound: address
   arithmetic is not counted).
 
-and the block's latency chain per K tile: a global load's latency (L2 or DRAM, by the reuse
-model below) that the schedule hides behind ``prefetch`` tiles of compute, plus after each
-barrier the refill of the shared-load -> mma pipeline. An SM finishes a wave of ``B`` blocks in
+and the block's chain per K tile, what one block waits for when it is alone on the SM:
 
-    max(B x the busiest unit's work, one block's latency chain)
+- its global loads: a latency (L2's, or DRAM's for the share the reuse model below sends
+  there; TMA's for a TMA copy) and a transfer at this SM's share of the L2 bandwidth (TMA's
+  own rate for TMA copies). Loads issued ``prefetch`` K tiles ahead (register staging,
+  cp.async stages, a producer's TMA stages) hide their latency behind that many tiles of
+  compute; with none, the block waits for both.
+- its compute: the mma work, plus the fragment loads from shared memory that it waits for. The
+  warps of a block leave each barrier together, so a warp_k step's fragment wavefronts and its
+  mma do not overlap: both count, unless the schedule loads the next step's fragments ahead
+  (``fragments_ahead``), when only the first step's loads are exposed.
+- after each barrier, the refill: the barrier, a shared-memory and an mma latency, and the
+  shared-memory stores of the next tile (synchronous stores happen between the barriers, while
+  no warp of the block computes).
+- after the last K tile, the epilogue (the C and D sites): a global latency when it reads C,
+  its L1 sectors and its shared wavefronts. A TMA store is asynchronous and not waited for.
 
-and the kernel takes ``ceil(blocks / (B x SMs))`` waves (the last one may be partly empty: the
-tail). Chip-wide, L2 bytes / L2 bandwidth and DRAM bytes / DRAM bandwidth bound the time too.
-DRAM bytes come from an L2 reuse model: the blocks of one wave read each A row-panel and B
-column-panel they share once; successive waves read theirs again unless A and B fit in L2.
+An SM finishes a wave of ``B`` blocks in ``B x W + max(L - W, 0)``, W the busiest unit's work
+of one block and L one block's chain: the unit does every block's work, and one block's waits
+beyond its own work stay exposed (the blocks of an SM leave their barriers and refill their
+pipelines at the same moments; the form of Hong and Kim's analytical model, ISCA 2009). With
+one block per SM that is the chain. The kernel takes ``ceil(tiles / (B x SMs))`` waves
+(persistent blocks: tiles over the blocks launched); the last may be partly empty (the
+tail). Chip-wide, the L2 bytes over the L2 bandwidth (TMA copies at TMA's rate) and the DRAM
+bytes over the DRAM bandwidth bound the time too. DRAM bytes come from an L2 reuse model: the
+tiles of one wave (in the kernel's tile order) read each A row-panel and B column-panel they
+share once; the next wave reads them again unless A and B fit in L2. Local memory goes to DRAM
+when the resident threads' local bytes do not fit in half of L2.
 
-The largest term is the limiter. Every constant comes from the GPU description; nothing is
-fitted to a kernel.
+Cycles become seconds at the clock the GPU holds under the kernel's tensor load: the clock
+measured under an mma.sync load, or under a wgmma load of random data for a wgmma kernel (the
+power cap lowers it). The largest term is the limiter; a unit busy less than 60% of the
+predicted time is not, and latency is (Nsight Compute's rule). Every constant comes from the GPU
+description; nothing is fitted to a kernel.
 """
 
 from __future__ import annotations
@@ -48,7 +69,7 @@ class Explanation:
     gpu: str
     occupancy: Occupancy
     units: dict[str, float]  # seconds at full rate: tensor, shared, l1, issue, l2, dram
-    latency: float  # seconds: the latency chains of every wave
+    latency: float  # seconds: one block's waits beyond its busiest unit's work, every wave
     waves: int
     full_waves: float  # blocks / (B x SMs): the tail is waves - full_waves
     seconds: float
@@ -91,74 +112,147 @@ class Explanation:
 def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) -> Explanation:
     """Predict ``trace``'s kernel's time on ``gpu`` (see the module docstring)."""
     from ..kernels import kernel_named
+    from ..kernels.scheduler import blocks_launched
 
     g = gpu_named(gpu)
     kernel = kernel_named(trace.kernel)
     p = kernel.params(**trace.params)
-    if p.producers:  # wgmma, TMA and roles: their rates are not in the GPU description yet
-        raise NotImplementedError(
-            f"{trace.kernel}: the speed model does not cover warp-specialized wgmma + TMA "
-            "kernels yet (issue 17); docs/kernels.md gives their measured speeds and counters")
     M, N, K = trace.problem
-    occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), p.shared_bytes)
-    B, sms, hz = occ.blocks_per_sm, int(g["sms"]), g.cycles_per_second
-    grid_m, grid_n = M // p.block_m, N // p.block_n
-    blocks = grid_m * grid_n
-    k_tiles = trace.pipeline.get("k_tiles", K // p.block_k)
     sites = list(trace.sites.values())
+    wgmma = any(s.space == "wgmma" for s in sites)
+    occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), p.shared_bytes)
+    B, sms, hz = occ.blocks_per_sm, int(g["sms"]), g.clock_hz(wgmma)
+    tiles = (M // p.block_m) * (N // p.block_n)
+    concurrent = min(B * sms, blocks_launched(p, M, N))
+    k_tiles = max(trace.pipeline.get("k_tiles", K // p.block_k), 1)
 
-    # One block's work per unit, in SM cycles.
-    tensor = sum(s.mma / g.tensor_rate(s.instruction) for s in sites if s.space == "tensor")
-    shared = sum(s.wavefronts for s in sites) / g["shared_wavefronts_per_cycle"]
-    sectors = sum(s.sectors for s in sites if s.space in ("global", "async", "local"))
-    l1 = sectors / g["l1_sectors_per_cycle"]
-    issue = sum(s.executions for s in sites) / g["schedulers_per_sm"]
-    per_block = {u: c / blocks for u, c in
-                 (("tensor", tensor), ("shared", shared), ("l1", l1), ("issue", issue))}
+    # One tile's work per unit, in SM cycles; the mainloop's alone (A, B and the mma) for the chain.
+    work = _work(sites, g)
+    per_block = {u: c / tiles for u, c in work.items()}
+    mainloop = [s for s in sites if not _epilogue(s)]
+    main = {u: c / tiles for u, c in _work(mainloop, g).items()}
 
     # Chip-wide: L2 and DRAM bytes.
-    l2_bytes = sectors * SECTOR
-    dram_bytes, dram_share = _dram_bytes(p, M, N, K, B * sms, g)
-    # One block's K tile as a chain: its global loads (latency, or this SM's share of L2
-    # bandwidth when every SM loads at once) hidden behind `prefetch` tiles of compute, the
-    # compute (the block alone: its busiest unit), and after each barrier the refill of the
-    # shared-load -> mma pipeline.
-    latency_global = g["l2_latency_cycles"] + dram_share * (g["dram_latency_cycles"]
-                                                            - g["l2_latency_cycles"])
-    tile_bytes = l2_bytes / blocks / max(k_tiles, 1)
-    load = max(latency_global, tile_bytes / (g["l2_bytes_per_s"] / sms / hz))
-    compute = max(per_block.values()) / max(k_tiles, 1)
-    refill = trace.pipeline.get("barriers", 1) * (g["barrier_cycles"]
-                                                   + g["shared_latency_cycles"]
-                                                   + g["mma_latency_cycles"])
-    prefetch = trace.pipeline.get("prefetch", 0)
-    chain = (load + compute if prefetch == 0 else max(load / prefetch, compute)) + refill
-    latency_block = chain * k_tiles
+    l1_sectors = sum(s.sectors for s in sites if s.space in L1_SPACES)
+    tma_sectors = sum(s.sectors for s in sites if s.space in TMA_SPACES)
+    l2_bytes = (l1_sectors + tma_sectors) * SECTOR
+    dram_bytes, dram_share = _dram_bytes(p, M, N, K, concurrent, g)
+    local = trace.pipeline.get("local_bytes_per_thread", 0) * B * p.threads * sms
+    if local > g["l2_bytes"] / 2:  # the resident threads' local memory does not stay in L2
+        dram_bytes += sum(s.sectors for s in sites if s.space == "local") * SECTOR
 
-    waves = math.ceil(blocks / (B * sms))
+    # One block's chain per K tile (module docstring).
+    tma = tma_sectors > 0
+    if tma:
+        latency_global = g["tma_latency_cycles"] + dram_share * (g["dram_latency_cycles"]
+                                                                 - g["l2_latency_cycles"])
+        rate = g["l2_tma_bytes_per_s"] / sms / hz
+        prefetch = p.stages
+    else:
+        latency_global = g["l2_latency_cycles"] + dram_share * (g["dram_latency_cycles"]
+                                                                - g["l2_latency_cycles"])
+        rate = g["l2_bytes_per_s"] / sms / hz
+        prefetch = trace.pipeline.get("prefetch", 0)
+    load_bytes = sum(s.sectors for s in mainloop if s.space in L1_SPACES + TMA_SPACES) \
+        * SECTOR / tiles / k_tiles
+    transfer = load_bytes / rate
+    shared_rate = g["shared_wavefronts_per_cycle"]
+    fragments = sum(s.wavefronts for s in mainloop if _fragment_load(s)) / tiles / k_tiles \
+        / shared_rate
+    steps = max(p.block_k // p.warp_k, 1)
+    exposed = fragments / steps if trace.pipeline.get("fragments_ahead") else fragments
+    compute = max(max(main.values()) / k_tiles, main["tensor"] / k_tiles + exposed)
+    barriers = trace.pipeline.get("barriers", 0)
+    stores = sum(s.wavefronts for s in mainloop if _shared_store(s)) / tiles / k_tiles \
+        / shared_rate
+    refill = barriers * (g["barrier_cycles"] + g["shared_latency_cycles"]
+                         + g["mma_latency_cycles"]) + (stores if barriers else 0)
+    if prefetch == 0:
+        chain = max(latency_global, transfer) + compute + refill
+    else:
+        chain = max(latency_global / prefetch, transfer, compute) + refill
+    epilogue = _epilogue_cycles(sites, tiles, g)
+    latency_block = chain * k_tiles + epilogue
+
+    waves = math.ceil(tiles / concurrent)
     busiest = max(per_block, key=per_block.get)
-    wave = max(B * per_block[busiest], latency_block)
-    units = {u: waves * B * c / hz for u, c in per_block.items()}
-    units["l2"] = l2_bytes / g["l2_bytes_per_s"]
+    per_sm = concurrent / sms  # tiles in flight on one SM
+    # The pipe does every block's work; one block's waits beyond its own work stay exposed,
+    # as the blocks leave their barriers and refill their pipelines at the same moments.
+    exposed = max(latency_block - per_block[busiest], 0.0)
+    units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
+    units["l2"] = l1_sectors * SECTOR / g["l2_bytes_per_s"] + \
+        (tma_sectors * SECTOR / g["l2_tma_bytes_per_s"] if tma else 0.0)
     units["dram"] = dram_bytes / g["dram_bytes_per_s"]
-    latency = waves * latency_block / hz
-    seconds = max(waves * wave / hz, units["l2"], units["dram"])
+    latency = waves * exposed / hz
+    seconds = max(units[busiest] + latency, units["l2"], units["dram"])
     candidates = {**units, "latency": latency}
     limiter = max(candidates, key=candidates.get)
-    full = blocks / (B * sms)
-    details = {"blocks": blocks, "per_block_cycles": per_block, "chain_cycles": chain,
-               "global_latency_cycles": latency_global, "load_cycles": load,
-               "dram_share": dram_share, "l2_bytes": l2_bytes, "dram_bytes": dram_bytes,
-               "prefetch": prefetch}
+    if candidates[limiter] < BUSY * seconds:  # Nsight Compute's rule: no unit 60% busy
+        limiter = "latency"
+    full = tiles / concurrent
+    details = {"tiles": tiles, "per_block_cycles": per_block, "chain_cycles": chain,
+               "global_latency_cycles": latency_global, "transfer_cycles": transfer,
+               "compute_cycles": compute, "refill_cycles": refill,
+               "epilogue_cycles": epilogue, "dram_share": dram_share, "l2_bytes": l2_bytes,
+               "dram_bytes": dram_bytes, "prefetch": prefetch, "clock_hz": hz}
     reason = _reason(limiter, trace, occ, details, g)
     return Explanation(trace.kernel, (M, N, K), g.key, occ, units, latency, waves, full,
-                       seconds, limiter, reason, _advice(limiter, occ, prefetch), details)
+                       seconds, limiter, reason, _advice(limiter, occ, prefetch, wgmma), details)
+
+
+BUSY = 0.6  # a unit busy this share of the time limits the kernel; below it, latency does
+L1_SPACES = ("global", "async", "local")
+TMA_SPACES = ("tma", "tma_store")
+
+
+def _work(sites, g: Gpu) -> dict[str, float]:
+    """Cycles each unit needs, at its full rate, for ``sites``."""
+    tensor = sum(s.mma / g.tensor_rate(s.instruction) for s in sites if s.space == "tensor")
+    tensor += sum(s.executions / WARPGROUP_WARPS / g.tensor_rate(s.instruction)
+                  for s in sites if s.space == "wgmma")
+    return {"tensor": tensor,
+            "shared": sum(s.wavefronts for s in sites) / g["shared_wavefronts_per_cycle"],
+            "l1": sum(s.sectors for s in sites if s.space in L1_SPACES)
+            / g["l1_sectors_per_cycle"],
+            "issue": sum(s.executions for s in sites) / g["schedulers_per_sm"]}
+
+
+WARPGROUP_WARPS = 4  # a wgmma site counts warp instructions; the pipe's rate is per warpgroup
+
+
+def _epilogue(site) -> bool:
+    """The C and D operands' sites: the epilogue, after the last K tile."""
+    return site.name.startswith(("C_", "D_"))
+
+
+def _fragment_load(site) -> bool:
+    return site.space == "shared" and site.instruction.startswith(("ldmatrix", "ld.shared",
+                                                                   "wmma.load"))
+
+
+def _shared_store(site) -> bool:
+    return site.space == "shared" and site.instruction.startswith("st.shared")
+
+
+def _epilogue_cycles(sites, tiles: int, g: Gpu) -> float:
+    """One tile's epilogue as the block waits for it: a global latency when it reads C (from
+    DRAM: C is read once), its L1 sectors and its shared wavefronts."""
+    epilogue = [s for s in sites if _epilogue(s)]
+    reads_c = any(s.name.startswith("C_") and s.space in L1_SPACES + ("tma",)
+                  for s in epilogue)
+    sectors = sum(s.sectors for s in epilogue if s.space in L1_SPACES) / tiles
+    wavefronts = sum(s.wavefronts for s in epilogue) / tiles
+    return (g["dram_latency_cycles"] if reads_c else 0.0) + sectors / g["l1_sectors_per_cycle"] \
+        + wavefronts / g["shared_wavefronts_per_cycle"]
 
 
 def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
     if registers is not None:
         return int(registers), "the caller"
-    found = twin_registers(kernel.source, kernel.entry, kernel.defines(p), g.arch)
+    if kernel.arch and not kernel.arch.startswith(g.arch):
+        raise ValueError(f"{kernel.name} needs {kernel.arch}; {g.key} is {g.arch}")
+    found = twin_registers(kernel.source, kernel.entry, kernel.defines(p), kernel.arch or g.arch)
     if found is not None:
         return found, "ptxas"
     min_blocks = dict(kernel.blocks_per_sm).get(p.accumulate, 1)
@@ -167,22 +261,24 @@ def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[float, float]:
-    """(DRAM bytes, the share of global-load bytes they are). Blocks run in order x (along N)
-    first; a wave of ``concurrent`` blocks reads each A row-panel and B column-panel it touches
-    once; A and B that fit in L2 together are read once for the whole kernel."""
+    """(DRAM bytes, the share of global-load bytes they are). Tiles run in the kernel's tile
+    order (`tcsim.kernels.scheduler.tile_order`), ``concurrent`` at a time; a wave reads each A
+    row-panel and B column-panel it touches once; A and B that fit in L2 together are read once
+    for the whole kernel."""
+    from ..kernels.scheduler import tile_order
+
     a_bytes, b_bytes = p.element_bytes("A"), p.element_bytes("B")
     out = M * N * p.element_bytes("D")
-    grid_n, grid_m = N // p.block_n, M // p.block_m
-    blocks = grid_m * grid_n
+    rows_of, cols_of = tile_order(p, M, N)
+    tiles = rows_of.size
     if (M * K * a_bytes + K * N * b_bytes) <= g["l2_bytes"] / 2:
         reads = M * K * a_bytes + K * N * b_bytes
     else:  # per wave, the distinct (wave, row) and (wave, column) panels
-        ids = np.arange(blocks)
-        wave = ids // concurrent
-        rows = np.unique(wave * grid_m + ids // grid_n).size
-        cols = np.unique(wave * grid_n + ids % grid_n).size
+        wave = np.arange(tiles) // concurrent
+        rows = np.unique(wave * (M // p.block_m) + rows_of).size
+        cols = np.unique(wave * (N // p.block_n) + cols_of).size
         reads = rows * p.block_m * K * a_bytes + cols * p.block_n * K * b_bytes
-    loaded = blocks * (p.block_m * K * a_bytes + p.block_n * K * b_bytes)
+    loaded = tiles * (p.block_m * K * a_bytes + p.block_n * K * b_bytes)
     return reads + out, reads / loaded
 
 
@@ -194,11 +290,17 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
         return (f"shared-memory bank conflicts: {wave / 1e6:,.1f}M wavefronts, "
                 f"{wave / max(ideal, 1):.1f}x the ideal {ideal / 1e6:,.1f}M")
     if limiter == "latency":
-        return (f"latency: each K tile waits ~{d['load_cycles']:.0f} cycles for its global "
-                f"loads behind {d['prefetch']} tile(s) of prefetch, with "
-                f"{occ.warps_per_sm} warps per SM ({occ.blocks_per_sm} block(s), limited by "
-                f"{occ.limiter}) to cover it")
+        return (f"latency: one block's K tile takes ~{d['chain_cycles']:.0f} cycles alone "
+                f"(global loads {d['global_latency_cycles']:.0f} cycles of latency behind "
+                f"{d['prefetch']} tile(s) of prefetch and {d['transfer_cycles']:.0f} of transfer;"
+                f" compute {d['compute_cycles']:.0f}; refill after barriers "
+                f"{d['refill_cycles']:.0f}), with {occ.warps_per_sm} warps per SM "
+                f"({occ.blocks_per_sm} block(s), limited by {occ.limiter}) to overlap it")
     if limiter == "tensor":
+        wgmma = sum(s.executions for s in trace.sites.values() if s.space == "wgmma")
+        if wgmma:
+            return (f"the tensor pipe: {wgmma / WARPGROUP_WARPS / 1e6:,.2f}M warpgroup wgmma "
+                    f"at {d['clock_hz'] / 1e9:.2f} GHz, the clock under a wgmma load")
         return f"the tensor pipe: {sum(s.mma for s in trace.sites.values()) / 1e6:,.1f}M mma"
     if limiter in ("l2", "dram", "l1"):
         return (f"{limiter} bandwidth: {d['l2_bytes'] / 1e9:,.2f} GB through L2, "
@@ -207,7 +309,10 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
            f"warp instructions counted ({len(t)} counters)"
 
 
-def _advice(limiter: str, occ: Occupancy, prefetch: int) -> str:
+def _advice(limiter: str, occ: Occupancy, prefetch: int, wgmma: bool) -> str:
+    if limiter == "tensor" and wgmma:
+        return ("the tensor pipe runs at its rate: smaller types (fp8) or a higher clock (less "
+                "power spent moving data: cluster multicast) go further")
     return {
         "shared": "remove the bank conflicts (a swizzled or padded shared layout)",
         "latency": ("overlap the next tile's global loads with this one's compute (prefetch)"
