@@ -1,6 +1,7 @@
 """The GPU's speed-of-light constants: clocks, tensor and memory rates, latencies, in one table.
 
     python benchmarks/bench_gpu_constants.py [--json OUT.json] [--runs 5] [--only NAME ...]
+    python benchmarks/bench_gpu_constants.py --describe OUT.json   # into tcsim/perf/gpus.json
 
 Every kernel is in tcsim/hw/microbench.cu (compiled through NVRTC by `tcsim.hw.runtime`). Each
 block's thread 0 records its SM id and clock64 / globaltimer at the start and the end of the
@@ -646,6 +647,69 @@ MEASUREMENTS: tuple[Callable[[Context], Constants], ...] = (
 )
 
 
+# --- the GPU description ------------------------------------------------------------------------
+
+# tcsim/perf/gpus.json's measured H100 constants: (its key, this run's key or keys (their mean),
+# unit, what it is). Tensor rates go under "tensor" by their family.
+DESCRIPTION = (
+    ("sms", ("sm_count",), "SMs", "sm_count"),
+    ("clock_ghz", ("sm_clock_ghz_tensor",), "GHz",
+     "the SM clock under an mma.sync load (sm_clock_ghz_tensor)"),
+    ("clock_ghz_wgmma", ("sm_clock_ghz_wgmma_f32_2ms", "sm_clock_ghz_wgmma_f16_2ms"), "GHz",
+     "the SM clock under a wgmma load of random f16 in ~2 ms launches, the mean of the f32 and "
+     "f16 accumulator runs"),
+    ("shared_wavefronts_per_cycle", ("shared_wavefronts_per_sm_per_cycle",),
+     "wavefronts/SM/cycle", "shared_wavefronts_per_sm_per_cycle"),
+    ("l1_sectors_per_cycle", ("global_load_sectors_per_sm_per_cycle",), "sectors/SM/cycle",
+     "global_load_sectors_per_sm_per_cycle"),
+    ("l2_bytes_per_s", ("l2_read_bytes_per_s",), "bytes/s", "l2_read_bytes_per_s"),
+    ("l2_tma_bytes_per_s", ("l2_tma_read_bytes_per_s",), "bytes/s",
+     "l2_tma_read_bytes_per_s (TMA copies from L2 to shared memory)"),
+    ("dram_bytes_per_s", ("dram_read_bytes_per_s",), "bytes/s", "dram_read_bytes_per_s"),
+    ("l2_latency_cycles", ("l2_latency_cycles",), "cycles", "l2_latency_cycles"),
+    ("dram_latency_cycles", ("dram_latency_cycles",), "cycles", "dram_latency_cycles"),
+    ("shared_latency_cycles", ("shared_latency_cycles",), "cycles", "shared_latency_cycles"),
+    ("mma_latency_cycles", ("mma_latency_cycles_m16n8k16_f16_f32",), "cycles",
+     "mma_latency_cycles_m16n8k16_f16_f32"),
+    ("tma_latency_cycles", ("tma_latency_cycles",), "cycles",
+     "tma_latency_cycles (one 8 KiB box, L2 to shared memory, to its mbarrier)"),
+)
+TENSOR_DESCRIPTION = (
+    ("m16n8k16.f16.f16", "mma_m16n8k16_f16_f16_per_sm_per_cycle"),
+    ("m16n8k16.f32.f16", "mma_m16n8k16_f16_f32_per_sm_per_cycle"),
+    ("m16n8k16.f32.bf16", "mma_m16n8k16_bf16_f32_per_sm_per_cycle"),
+    ("m16n8k8.f16.f16", "mma_m16n8k8_f16_f16_per_sm_per_cycle"),
+    ("m16n8k8.f32.f16", "mma_m16n8k8_f16_f32_per_sm_per_cycle"),
+    ("m16n8k8.f32.tf32", "mma_m16n8k8_tf32_f32_per_sm_per_cycle"),
+    ("wgmma.m64n256k16.f32.f16", "wgmma_m64n256k16_f16_f32_per_sm_per_cycle"),
+    ("wgmma.m64n256k16.f16.f16", "wgmma_m64n256k16_f16_f16_per_sm_per_cycle"),
+)
+
+
+def update_description(log: str, path: str, key: str = "H100-SXM") -> None:
+    """Write this run's constants (the JSON ``log``) into GPU ``key`` of ``path`` (gpus.json),
+    each with its source: the log's file name and the measurement's key."""
+    run = json.load(open(log))
+    measured = run["constants"]
+    table = json.load(open(path))
+    entry = table[key]
+    where = f"benchmarks/bench_gpu_constants.py on the project's H100, {run['date'][:10]} ({log})"
+    for name, keys, unit, what in DESCRIPTION:
+        value = statistics.mean(measured[k]["value"] for k in keys)
+        entry["constants"][name] = {"value": value, "unit": unit, "source": f"{where}: {what}"}
+    for family, k in TENSOR_DESCRIPTION:
+        entry["tensor"][family] = {"value": measured[k]["value"], "unit": "instructions/SM/cycle",
+                                   "source": f"{where}: {k}"}
+    m16n8k8 = entry["tensor"]["m16n8k8.f32.tf32"]["value"]
+    entry["tensor"]["m16n8k4.f32.tf32"] = {
+        "value": 2 * m16n8k8, "unit": "instructions/SM/cycle",
+        "source": f"{where}: twice mma_m16n8k8_tf32_f32_per_sm_per_cycle (half the products; "
+                  "assumed, not measured alone)"}
+    with open(path, "w") as f:
+        json.dump(table, f, indent=1)
+        f.write("\n")
+
+
 # --- driver -----------------------------------------------------------------------------------
 
 
@@ -708,7 +772,12 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=2, help="untimed launches before them")
     p.add_argument("--only", nargs="*", default=None,
                    choices=[m.__name__ for m in MEASUREMENTS], help="run only these")
+    p.add_argument("--describe", metavar="LOG.json", default=None,
+                   help="no GPU: write that run's constants into tcsim/perf/gpus.json's H100")
     args = p.parse_args()
+    if args.describe:
+        update_description(args.describe, "tcsim/perf/gpus.json")
+        return
     from tcsim.hw import runtime
 
     reason = runtime.unavailable_reason()

@@ -117,6 +117,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     g = gpu_named(gpu)
     kernel = kernel_named(trace.kernel)
     p = kernel.params(**trace.params)
+    if kernel.arch and not kernel.arch.startswith(g.arch):
+        raise ValueError(f"{kernel.name} needs {kernel.arch}; {g.key} is {g.arch}")
     M, N, K = trace.problem
     sites = list(trace.sites.values())
     wgmma = any(s.space == "wgmma" for s in sites)
@@ -250,8 +252,6 @@ def _epilogue_cycles(sites, tiles: int, g: Gpu) -> float:
 def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
     if registers is not None:
         return int(registers), "the caller"
-    if kernel.arch and not kernel.arch.startswith(g.arch):
-        raise ValueError(f"{kernel.name} needs {kernel.arch}; {g.key} is {g.arch}")
     found = twin_registers(kernel.source, kernel.entry, kernel.defines(p), kernel.arch or g.arch)
     if found is not None:
         return found, "ptxas"

@@ -64,15 +64,29 @@ def test_ptxas_registers_are_what_nsight_compute_reported_on_the_h100():
 
 
 def test_the_explanation_is_consistent_with_its_parts():
-    for name in ("kernel1", "kernel6", "wmma_shared"):
+    for name in ("kernel1", "kernel6", "wmma_shared", "kernel10"):
         e = tcsim.trace(name, 2048, 1024, 1024).explain("H100-SXM", registers=128)
         assert e.limiter in UNITS and set(e.units) | {"latency"} == UNITS
+        per_sm = max(e.units[u] for u in ("tensor", "shared", "l1", "issue"))
+        assert math.isclose(e.seconds, max(per_sm + e.latency, e.units["l2"], e.units["dram"]),
+                            rel_tol=1e-9)
         bounds = {**e.units, "latency": e.latency}
-        assert math.isclose(e.seconds, max(bounds.values()), rel_tol=1e-9)
-        assert bounds[e.limiter] == max(bounds.values())
+        assert bounds[e.limiter] == max(bounds.values()) or e.limiter == "latency"
         assert e.waves >= e.full_waves > e.waves - 1
         assert e.tflops == pytest.approx(2 * 2048 * 1024 * 1024 / e.seconds / 1e12)
         assert e.limiter in str(e) and "<table>" in e._repr_html_()
+
+
+def test_a_wave_is_every_blocks_work_plus_one_blocks_exposed_chain():
+    """kernel6 holds 2 blocks per SM: a wave is 2 W + (L - W), W a block's tensor work and L its
+    chain, so the exposed latency is the chain less one block's work."""
+    e = tcsim.trace("kernel6", 4096, 4096, 4096).explain("H100-SXM", registers=254)
+    d, B = e.details, e.occupancy.blocks_per_sm
+    assert B == 2
+    W = max(d["per_block_cycles"].values())
+    L = d["chain_cycles"] * (4096 // 32) + d["epilogue_cycles"]
+    assert e.latency * d["clock_hz"] / e.waves == pytest.approx(L - W)
+    assert e.units["tensor"] * d["clock_hz"] / e.waves == pytest.approx(B * W)
 
 
 def test_the_tensor_bound_is_the_mma_count_over_the_rate():
@@ -105,7 +119,46 @@ def test_the_cli_explains(capsys):
         main(["explain", "kernel2", "1024", "1024", "1024", "--gpu", "nope"])
 
 
-def test_the_model_refuses_wgmma_kernels_rather_than_guess():
-    trace = tcsim.trace("kernel8", 1024, 1024, 1024)
-    with pytest.raises(NotImplementedError, match="kernel8.*does not cover"):
-        trace.explain()
+def test_a_wgmma_kernel_is_bound_by_its_warpgroup_instructions_at_the_wgmma_clock():
+    """kernel10 at 8192^3: 8192^3 / (64 * 256 * 16) warpgroup wgmma over 132 SMs, each at the
+    measured wgmma rate, in 16 waves of 128 x 256 tiles, at the clock under a wgmma load."""
+    e = tcsim.trace("kernel10", 8192, 8192, 8192).explain("H100-SXM")
+    g = gpu("H100-SXM")
+    per_tile = 128 * 256 * 8192 // (64 * 256 * 16)
+    rate = g.tensor_rate("wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16")
+    assert e.waves == 16 and e.occupancy.blocks_per_sm == 1
+    assert e.units["tensor"] == pytest.approx(16 * per_tile / rate / (g["clock_ghz_wgmma"] * 1e9))
+    assert e.details["prefetch"] == 4  # the producer's stages
+    assert e.details["clock_hz"] == g["clock_ghz_wgmma"] * 1e9
+
+
+def test_the_grouped_tile_order_reads_less_from_dram():
+    """kernel8 walks tiles in groups of 16 block rows, kernel7 along N: at 8192^3 kernel8's
+    waves share their panels of A and B, and the reuse model sends far fewer bytes to DRAM
+    (Nsight Compute measured 1.40 against 4.17 GB read, docs/benchmarks.md)."""
+    dram = {k: tcsim.trace(k, 8192, 8192, 8192).explain().details["dram_bytes"]
+            for k in ("kernel7", "kernel8")}
+    assert dram["kernel8"] < dram["kernel7"] / 1.5
+
+
+def test_local_memory_that_overflows_l2_goes_to_dram():
+    """tf32_puzzle keeps 4 KiB of accumulators per thread in local memory: thousands of resident
+    threads hold far more than L2, so every local sector is DRAM traffic."""
+    t = tcsim.trace("tf32_puzzle", 1024, 1024, 1024)
+    assert t.pipeline["local_bytes_per_thread"] == 4096
+    local = sum(s.sectors for s in t.sites.values() if s.space == "local") * 32
+    e = t.explain("H100-SXM", registers=58)
+    assert e.details["dram_bytes"] > local
+    assert tcsim.trace("kernel6", 1024, 1024, 1024).pipeline["local_bytes_per_thread"] == 0
+
+
+def test_the_trace_says_which_kernels_load_fragments_ahead():
+    """kernel6 loads the next warp_k step's fragments before this step's mma; kernel4 does not,
+    so all its fragment loads wait in its chain, and only the first step's wait in kernel6's."""
+    assert tcsim.trace("kernel6", 512, 512, 512).pipeline["fragments_ahead"] == 1
+    assert tcsim.trace("kernel4", 512, 512, 512).pipeline["fragments_ahead"] == 0
+
+
+def test_a_hopper_kernel_on_an_older_gpu_is_refused():
+    with pytest.raises(ValueError, match="kernel7 needs sm_90a; T4 is sm_75"):
+        tcsim.trace("kernel7", 1024, 1024, 1024).explain("T4")

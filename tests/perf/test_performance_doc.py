@@ -12,19 +12,39 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None,
-                    reason="the table's occupancy uses ptxas's registers: needs nvcc")
-def test_the_validation_table_is_the_logged_run_predicted_now():
-    text = (ROOT / "docs" / "performance.md").read_text()
-    found = re.search(r"<!-- explain-table (\S+) -->\n(.*?)\n<!-- end explain-table -->", text,
-                      re.S)
-    assert found, "docs/performance.md lost its explain-table markers"
+def _bench_explain():
     spec = importlib.util.spec_from_file_location("bench_explain",
                                                   ROOT / "benchmarks" / "bench_explain.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    rows = bench.table(str(ROOT / found.group(1)))
+    return bench
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None,
+                    reason="the table's occupancy uses ptxas's registers: needs nvcc")
+def test_the_validation_table_is_the_logged_run_predicted_now():
+    text = (ROOT / "docs" / "performance.md").read_text()
+    found = re.search(r"<!-- explain-table ([^>]+?) -->\n(.*?)\n<!-- end explain-table -->",
+                      text, re.S)
+    assert found, "docs/performance.md lost its explain-table markers"
+    bench = _bench_explain()
+    logs = found.group(1).split()
+    rows = bench.table([str(ROOT / log) for log in logs])
     assert found.group(2).strip() == bench.render(rows).strip(), (
         "docs/performance.md is stale: paste python benchmarks/bench_explain.py --table "
         f"{found.group(1)}")
-    assert len(rows) == 32 and all(r["measured_ms"] > 0 for r in rows)
+    kernels = {r["kernel"] for r in rows}  # every kernel of the library, at both shapes
+    assert len(rows) == 48 and all(r["measured_ms"] > 0 for r in rows)
+    assert kernels == set(bench.tcsim.kernels.KERNELS) | set(bench.tcsim.kernels.HOPPER_KERNELS) \
+        | set(bench.tcsim.kernels.SEED_KERNELS)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None,
+                    reason="the table's occupancy uses ptxas's registers: needs nvcc")
+def test_the_article_table_is_the_model_now():
+    text = (ROOT / "docs" / "performance.md").read_text()
+    found = re.search(r"<!-- article-table -->\n(.*?)\n<!-- end article-table -->", text, re.S)
+    assert found, "docs/performance.md lost its article-table markers"
+    bench = _bench_explain()
+    assert found.group(1).strip() == bench.article_table().strip(), (
+        "docs/performance.md is stale: paste python benchmarks/bench_explain.py --article")
