@@ -144,11 +144,13 @@ def render(rows: list[dict]) -> str:
                      f"{r['measured_ms']:.3f} | {r['predicted_ms']:.3f} | {r['error']:+.0%} | "
                      f"{r['limiter']} | {r['ncu_limiter']} | {'yes' if r['held_out'] else ''} |")
     for held in (False, True):
-        errs = [abs(r["error"]) for r in rows if r["held_out"] == held]
+        part = [r for r in rows if r["held_out"] == held]
+        errs = [abs(r["error"]) for r in part]
         if errs:
             lines.append(f"\n{'held out' if held else 'built on'}: {len(errs)} cases, "
                          f"median |error| {statistics.median(errs):.0%}, max {max(errs):.0%}, "
-                         f"{sum(e <= 0.2 for e in errs)} within 20%")
+                         f"{sum(e <= 0.2 for e in errs)} within 20%; limiter as Nsight "
+                         f"Compute's in {sum(r['limiter'] == r['ncu_limiter'] for r in part)}")
     return "\n".join(lines)
 
 

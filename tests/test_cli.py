@@ -65,9 +65,12 @@ def test_hopper_kernels_trace_and_beta_zero_drops_c(capsys):
     assert "D_tma" in out and "C_tma" not in out
     assert main(["trace", "kernel10", "256", "512", "128", "--beta", "-2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["beta"] == -2
-    assert main(["explain", "kernel10", "4096", "4096", "4096"]) == 2  # not modelled yet
+    assert main(["explain", "kernel10", "4096", "4096", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "limited by" in out and "1 block(s) of 12 warps" in out
+    assert main(["explain", "kernel10", "4096", "4096", "4096", "--gpu", "T4"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "does not cover warp-specialized" in err and "\n" not in err
+    assert "kernel10 needs sm_90a; T4 is sm_75" in err and "\n" not in err
 
 
 def test_indivisible_size_is_one_line(capsys):

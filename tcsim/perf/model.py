@@ -313,6 +313,8 @@ def _advice(limiter: str, occ: Occupancy, prefetch: int, wgmma: bool) -> str:
     if limiter == "tensor" and wgmma:
         return ("the tensor pipe runs at its rate: smaller types (fp8) or a higher clock (less "
                 "power spent moving data: cluster multicast) go further")
+    if limiter == "l2" and wgmma:
+        return "one copy of a tile for several blocks (cluster multicast), or larger tiles"
     return {
         "shared": "remove the bank conflicts (a swizzled or padded shared layout)",
         "latency": ("overlap the next tile's global loads with this one's compute (prefetch)"
