@@ -40,6 +40,7 @@ __device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations, int 
       : "=r"(base) : "l"(peak_shared));
   for (int i = threadIdx.x; i < 40 * 1024 / 4; i += blockDim.x)
     reinterpret_cast<uint32_t*>(peak_shared)[i] = random ? random_f16x2(i) : 0;
+  asm volatile("fence.proxy.async.shared::cta;" : : : "memory");  // wgmma reads them async
   __syncthreads();
   const uint64_t clock0 = clock_now(), global0 = global_now();
   for (int i = 0; i < iterations; i++) {

@@ -71,7 +71,7 @@ class Explanation:
     units: dict[str, float]  # seconds at full rate: tensor, shared, l1, issue, l2, dram
     latency: float  # seconds: one block's waits beyond its busiest unit's work, every wave
     waves: int
-    full_waves: float  # blocks / (B x SMs): the tail is waves - full_waves
+    full_waves: float  # tiles / tiles in flight at once: the tail is waves - full_waves
     seconds: float
     limiter: str
     reason: str  # the limiter in words
@@ -139,17 +139,17 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     tma_sectors = sum(s.sectors for s in sites if s.space in TMA_SPACES)
     l2_bytes = (l1_sectors + tma_sectors) * SECTOR
     dram_bytes, dram_share = _dram_bytes(p, M, N, K, concurrent, g)
-    local = trace.pipeline.get("local_bytes_per_thread", 0) * B * p.threads * sms
+    local = trace.pipeline.get("local_bytes_per_thread", 0) * concurrent * p.threads
     if local > g["l2_bytes"] / 2:  # the resident threads' local memory does not stay in L2
         dram_bytes += sum(s.sectors for s in sites if s.space == "local") * SECTOR
 
     # One block's chain per K tile (module docstring).
-    tma = tma_sectors > 0
+    tma = any(s.space == "tma" for s in mainloop)  # the main loop's tiles arrive by TMA
     if tma:
         latency_global = g["tma_latency_cycles"] + dram_share * (g["dram_latency_cycles"]
                                                                  - g["l2_latency_cycles"])
         rate = g["l2_tma_bytes_per_s"] / sms / hz
-        prefetch = p.stages
+        prefetch = p.stages - 1  # the stage being computed is not in flight
     else:
         latency_global = g["l2_latency_cycles"] + dram_share * (g["dram_latency_cycles"]
                                                                 - g["l2_latency_cycles"])
@@ -178,13 +178,13 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
 
     waves = math.ceil(tiles / concurrent)
     busiest = max(per_block, key=per_block.get)
-    per_sm = concurrent / sms  # tiles in flight on one SM
+    per_sm = math.ceil(concurrent / sms)  # tiles in flight on the busiest SM
     # The pipe does every block's work; one block's waits beyond its own work stay exposed,
     # as the blocks leave their barriers and refill their pipelines at the same moments.
     exposed = max(latency_block - per_block[busiest], 0.0)
     units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
     units["l2"] = l1_sectors * SECTOR / g["l2_bytes_per_s"] + \
-        (tma_sectors * SECTOR / g["l2_tma_bytes_per_s"] if tma else 0.0)
+        (tma_sectors * SECTOR / g["l2_tma_bytes_per_s"] if tma_sectors else 0.0)
     units["dram"] = dram_bytes / g["dram_bytes_per_s"]
     latency = waves * exposed / hz
     seconds = max(units[busiest] + latency, units["l2"], units["dram"])
@@ -197,7 +197,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "global_latency_cycles": latency_global, "transfer_cycles": transfer,
                "compute_cycles": compute, "refill_cycles": refill,
                "epilogue_cycles": epilogue, "dram_share": dram_share, "l2_bytes": l2_bytes,
-               "dram_bytes": dram_bytes, "prefetch": prefetch, "clock_hz": hz}
+               "dram_bytes": dram_bytes, "prefetch": prefetch, "clock_hz": hz,
+               "k_tiles": k_tiles}
     reason = _reason(limiter, trace, occ, details, g)
     return Explanation(trace.kernel, (M, N, K), g.key, occ, units, latency, waves, full,
                        seconds, limiter, reason, _advice(limiter, occ, prefetch, wgmma), details)
@@ -241,7 +242,7 @@ def _epilogue_cycles(sites, tiles: int, g: Gpu) -> float:
     """One tile's epilogue as the block waits for it: a global latency when it reads C (from
     DRAM: C is read once), its L1 sectors and its shared wavefronts."""
     epilogue = [s for s in sites if _epilogue(s)]
-    reads_c = any(s.name.startswith("C_") and s.space in L1_SPACES + ("tma",)
+    reads_c = any(s.name.startswith("C_") and s.instruction.startswith(("ld", "cp", "wmma.load"))
                   for s in epilogue)
     sectors = sum(s.sectors for s in epilogue if s.space in L1_SPACES) / tiles
     wavefronts = sum(s.wavefronts for s in epilogue) / tiles

@@ -129,7 +129,7 @@ def test_a_wgmma_kernel_is_bound_by_its_warpgroup_instructions_at_the_wgmma_cloc
     rate = g.tensor_rate("wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16")
     assert e.waves == 16 and e.occupancy.blocks_per_sm == 1
     assert e.units["tensor"] == pytest.approx(16 * per_tile / rate / (g["clock_ghz_wgmma"] * 1e9))
-    assert e.details["prefetch"] == 4  # the producer's stages
+    assert e.details["prefetch"] == 3  # the producer's stages but the one computed on
     assert e.details["clock_hz"] == g["clock_ghz_wgmma"] * 1e9
 
 
@@ -163,3 +163,12 @@ def test_the_trace_says_which_kernels_load_fragments_ahead():
 def test_a_hopper_kernel_on_an_older_gpu_is_refused():
     with pytest.raises(ValueError, match="kernel7 needs sm_90a; T4 is sm_75"):
         tcsim.trace("kernel7", 1024, 1024, 1024).explain("T4")
+
+
+def test_a_wave_is_never_shorter_than_one_blocks_chain():
+    """Fewer tiles than SMs: each busy SM still runs a whole block, chain and all."""
+    for name, shape in (("kernel10", (512, 512, 8192)), ("kernel6", (256, 256, 16384))):
+        e = tcsim.trace(name, *shape).explain("H100-SXM", registers=128)
+        d = e.details
+        L = d["chain_cycles"] * d["k_tiles"] + d["epilogue_cycles"]
+        assert e.seconds >= L / d["clock_hz"] * (1 - 1e-9), name
