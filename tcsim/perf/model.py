@@ -145,16 +145,11 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
 
     # One block's chain per K tile (module docstring).
     tma = any(s.space == "tma" for s in mainloop)  # the main loop's tiles arrive by TMA
-    if tma:
-        latency_global = g["tma_latency_cycles"] + dram_share * (g["dram_latency_cycles"]
-                                                                 - g["l2_latency_cycles"])
-        rate = g["l2_tma_bytes_per_s"] / sms / hz
-        prefetch = p.stages - 1  # the stage being computed is not in flight
-    else:
-        latency_global = g["l2_latency_cycles"] + dram_share * (g["dram_latency_cycles"]
-                                                                - g["l2_latency_cycles"])
-        rate = g["l2_bytes_per_s"] / sms / hz
-        prefetch = trace.pipeline.get("prefetch", 0)
+    latency_global = g["tma_latency_cycles" if tma else "l2_latency_cycles"] + \
+        dram_share * (g["dram_latency_cycles"] - g["l2_latency_cycles"])
+    rate = g["l2_tma_bytes_per_s" if tma else "l2_bytes_per_s"] / sms / hz
+    # a producer's stages but the one being computed are in flight
+    prefetch = p.stages - 1 if tma else trace.pipeline.get("prefetch", 0)
     load_bytes = sum(s.sectors for s in mainloop if s.space in L1_SPACES + TMA_SPACES) \
         * SECTOR / tiles / k_tiles
     transfer = load_bytes / rate
@@ -162,8 +157,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     fragments = sum(s.wavefronts for s in mainloop if _fragment_load(s)) / tiles / k_tiles \
         / shared_rate
     steps = max(p.block_k // p.warp_k, 1)
-    exposed = fragments / steps if trace.pipeline.get("fragments_ahead") else fragments
-    compute = max(max(main.values()) / k_tiles, main["tensor"] / k_tiles + exposed)
+    fragment_wait = fragments / steps if trace.pipeline.get("fragments_ahead") else fragments
+    compute = max(max(main.values()) / k_tiles, main["tensor"] / k_tiles + fragment_wait)
     barriers = trace.pipeline.get("barriers", 0)
     stores = sum(s.wavefronts for s in mainloop if _shared_store(s)) / tiles / k_tiles \
         / shared_rate
