@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 import tcsim
-from tcsim.perf.model import BUSY
+from tcsim.perf.model import BUSY, SHARED_SHARE
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 CASES = [(name, acc) for name in (*tcsim.kernels.KERNELS, *tcsim.kernels.HOPPER_KERNELS)
@@ -56,7 +56,6 @@ OTHER = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.su
          "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
          "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
 LATENCY_BELOW = 100 * BUSY  # percent: no unit this busy means the kernel waits on latency
-SHARED_SHARE = 0.9  # l1tex busiest and the shared-memory pipe this close to it: "shared"
 
 
 def _params(name: str, acc: str | None) -> dict:
@@ -114,9 +113,11 @@ def ncu_limiter(ncu: dict) -> str:
     makes most of it), or "latency" when none reaches LATENCY_BELOW."""
     busy = {unit: ncu.get(metric, float("nan")) for unit, metric in SOL.items()}
     unit = max(busy, key=lambda u: busy[u] if busy[u] == busy[u] else -1)
+    if busy[unit] < LATENCY_BELOW:
+        return "latency"
     if unit == "l1" and busy["shared"] >= SHARED_SHARE * busy["l1"]:
-        unit = "shared"  # l1tex's throughput counts its shared-memory pipe too
-    return unit if busy[unit] >= LATENCY_BELOW else "latency"
+        return "shared"  # l1tex's data pipe, mostly shared memory's wavefronts
+    return unit
 
 
 def table(paths: str | list[str], gpu: str = "H100-SXM") -> list[dict]:

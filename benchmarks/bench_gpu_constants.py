@@ -47,6 +47,8 @@ duration given below. Measurements:
 - l2_tma_read_bytes_per_s (and per cycle, per SM per cycle): tcsim/hw/tma_bench.cu, SMs x 1
   block whose one thread keeps 6 stages x 4 boxes of 64 x 64 f16 (128-byte swizzle) in flight
   from an L2-resident 16 MiB matrix, ~5 ms; tma_latency_cycles: one block, one box at a time.
+  l2_tma_read_bytes_per_s_share<n>: the same with groups of n SMs asking for the same boxes at
+  about the same time, as a GEMM's wave does (measured: the rate does not change).
 
 Each measurement is one function; one that fails prints its error and the others still run
 (the JSON's "errors" maps the function's name to the message). Needs CuPy and a GPU; the whole
@@ -595,12 +597,12 @@ def wgmma_throughput(ctx: Context) -> Constants:
 
 TMA_MATRIX = (4096, 2048)  # f16 rows x columns: 16 MiB, L2-resident after warm-up
 TMA_BOX_BYTES = 64 * 128
-TMA_RING = (6, 4)  # stages x boxes: tma_bench.cu's RING_STAGES, RING_BOXES
+TMA_RING = (6, 4)  # stages x boxes of 8 KiB: 192 KiB in flight per SM
 
 
-def tma_read(ctx: Context) -> Constants:
-    """TMA copies from L2 to shared memory: the whole GPU's bytes per second with 192 KiB in
-    flight per SM, and one copy's latency."""
+def _tma_reader(ctx: Context):
+    """tma_bench.cu's kernel, its tensor map and shared-memory size: make(blocks, stages, boxes,
+    share, rec) gives make(iterations) for `calibrate`."""
     import cupy
 
     from tcsim.hw import runtime, tma
@@ -612,38 +614,69 @@ def tma_read(ctx: Context) -> Constants:
     matrix = cupy.zeros(rows * cols, cupy.uint16)
     encoded = tma.encode(TensorMap(rows, cols, 2, 64, 64, "128B"), matrix.data.ptr)
     fn = runtime.kernel_function("tma_bench.cu", "tma_read", None, shared, "sm_90a")
-    out: Constants = {}
-    for blocks, s, b, key in ((ctx.sms, stages, boxes, "rate"), (1, 1, 1, "latency")):
-        rec = records(blocks)
 
-        def make(iters: int, blocks=blocks, s=s, b=b, rec=rec) -> Callable[[], None]:
+    def make(blocks: int, s: int, b: int, share: int, rec) -> Callable[[int], Callable[[], None]]:
+        def at(iters: int, matrix=matrix) -> Callable[[], None]:  # the map's memory lives on
             return lambda: tma.launch(fn, (blocks,), (32,), [
-                encoded, iters, s, b, rows // 64, cols // 64, rec], shared)
+                encoded, iters, s, b, 64, rows // 64, cols // 64, share, rec], shared)
+        return at
 
-        if key == "rate":
-            iters = calibrate(make, 64, 0.005)
-            seconds = median_seconds(make(iters), ctx.runs, ctx.warmup)
-            stats = per_sm(rec, iters * b * TMA_BOX_BYTES)
-            how = (f"tma_read: {blocks} blocks, one thread each keeping {s} x {b} boxes of 64 x "
-                   f"64 f16 (128-byte swizzle) in flight, {iters} stages a block, of a 16 MiB "
-                   f"matrix ({seconds * 1e3:.2f} ms)" + coverage(ctx, stats))
-            out.update(bandwidth_entries(ctx, "l2_tma_read", blocks * iters * b * TMA_BOX_BYTES,
-                                         seconds, stats, how))
-            out["l2_tma_read_bytes_per_sm_per_cycle"] = entry(
-                stats.rate, "B/SM/cycle", f"median over SMs of bytes / clock64 span; {how}")
-        else:
-            iters = 4096
-            median_seconds(make(iters), ctx.runs, ctx.warmup)
-            out["tma_latency_cycles"] = entry(
-                per_sm(rec, 1.0).max_cycles / iters, "cycles",
-                f"tma_read: 1 block, one 8 KiB box at a time, each waited for on its mbarrier "
-                f"before the next is asked for, {iters} copies; clock64 span / copies")
+    return make
+
+
+def _tma_rate(ctx: Context, make, share: int) -> tuple[float, PerSM, str, int]:
+    """Seconds per launch, per-SM stats, a description and the iterations of a whole-GPU TMA
+    read with ``share`` SMs asking for the same boxes."""
+    stages, boxes = TMA_RING
+    rec = records(ctx.sms)
+    at = make(ctx.sms, stages, boxes, share, rec)
+    iters = calibrate(at, 64, 0.005)
+    seconds = median_seconds(at(iters), ctx.runs, ctx.warmup)
+    stats = per_sm(rec, iters * boxes * TMA_BOX_BYTES)
+    how = (f"tma_read: {ctx.sms} blocks in groups of {share} reading the same boxes, one thread "
+           f"each keeping {stages} x {boxes} boxes of 64 x 64 f16 (128-byte swizzle) in flight, "
+           f"{iters} stages a block, of a 16 MiB matrix ({seconds * 1e3:.2f} ms)"
+           + coverage(ctx, stats))
+    return seconds, stats, how, ctx.sms * iters * boxes * TMA_BOX_BYTES
+
+
+def tma_read(ctx: Context) -> Constants:
+    """TMA copies from L2 to shared memory: the whole GPU's bytes per second with 192 KiB in
+    flight per SM, each SM reading its own boxes, and one copy's latency."""
+    make = _tma_reader(ctx)
+    seconds, stats, how, total = _tma_rate(ctx, make, 1)
+    out = bandwidth_entries(ctx, "l2_tma_read", total, seconds, stats, how)
+    out["l2_tma_read_bytes_per_sm_per_cycle"] = entry(
+        stats.rate, "B/SM/cycle", f"median over SMs of bytes / clock64 span; {how}")
+    rec = records(1)
+    iters = 4096
+    median_seconds(make(1, 1, 1, 1, rec)(iters), ctx.runs, ctx.warmup)
+    out["tma_latency_cycles"] = entry(
+        per_sm(rec, 1.0).max_cycles / iters, "cycles",
+        f"tma_read: 1 block, one 8 KiB box at a time, each waited for on its mbarrier "
+        f"before the next is asked for, {iters} copies; clock64 span / copies")
+    return out
+
+
+TMA_SHARING = (2, 4, 8, 16, 33, 66, 132)
+
+
+def tma_sharing(ctx: Context) -> Constants:
+    """TMA's read rate from L2 when groups of SMs ask for the same boxes at about the same time,
+    as the blocks of a GEMM's wave ask for the same A and B tiles."""
+    make = _tma_reader(ctx)
+    out: Constants = {}
+    for share in TMA_SHARING:
+        seconds, stats, how, total = _tma_rate(ctx, make, share)
+        out[f"l2_tma_read_bytes_per_s_share{share}"] = entry(
+            total / seconds, "bytes/s", f"requested bytes / median event time; {how}")
     return out
 
 
 MEASUREMENTS: tuple[Callable[[Context], Constants], ...] = (
     sm_clock, tensor_throughput, mma_latency, shared_throughput, shared_latency,
     global_latency, l2_bandwidth, dram_bandwidth, l1_bandwidth, wgmma_throughput, tma_read,
+    tma_sharing,
 )
 
 

@@ -39,6 +39,7 @@ SECTOR = 32  # bytes: the unit of global-memory traffic
 # Nsight Compute counts them among shared-load instructions (docs/seeds.md).
 CP_ASYNC_PADDING_LDS = 3
 CP_ASYNC_PADDING = "ptxas: @!PT LDS before cp.async"
+LINE = 128  # bytes: an L1 cache line
 BANK_PERIOD = 128  # bytes: shifting a warp's addresses by this keeps every bank
 
 # Trace totals, keyed by the Nsight Compute (2025.3) metric each predicts.
@@ -96,6 +97,8 @@ class Site:
     ideal: int = 0
     requests: int = 0  # global memory
     sectors: int = 0
+    lines: int = 0  # global loads and stores: 128-byte lines a request touches, summed
+    l2_sectors: int = 0  # the sectors that go on to L2: all but L1 hits (global and cp.async)
     mma: int = 0  # tensor-core instructions
     ptx: str = ""  # the PTX instruction when ptxas makes ``instruction`` of it (wmma)
 
@@ -256,6 +259,11 @@ def _table(head: tuple, rows: list[tuple]) -> list[str]:
             *(fmt.format(*r) for r in cells)]
 
 
+def _distinct(sorted_lanes: np.ndarray) -> int:
+    """Distinct values per row of ``sorted_lanes`` (each row sorted), summed over the rows."""
+    return int((1 + (np.diff(sorted_lanes, axis=1) != 0).sum(axis=1)).sum())
+
+
 class Counter:
     """Per-site counters of warp-wide memory instructions: what the tracer counts with, and
     `count_wmma` alone. ``times`` is how many executions one counted instruction stands for."""
@@ -265,6 +273,7 @@ class Counter:
         self.blocks = 1
         self.weight = 1
         self.local_bytes = 0  # a thread's local memory: the highest byte it touches, plus one
+        self.l1_held: dict[str, set] = {}  # per site, the sectors L1-cached loads brought in
 
     def _site(self, name: str, instruction: str, ptx: str = "") -> Site:
         site = self.sites.setdefault(name, Site(name, instruction, ptx=ptx))
@@ -278,16 +287,25 @@ class Counter:
         return self.blocks * self.weight
 
     def _count_global(self, site, spelling, addresses, ptx: str = "") -> None:
-        """Count a global access's requests and 32-byte sectors (``addresses`` in bytes; no
-        lane's access crosses a sector)."""
+        """Count a global access's requests, 32-byte sectors and 128-byte lines (``addresses``
+        in bytes; no lane's access crosses a sector). L1's data pipe moves one line of a request
+        per wavefront: the lines are its work (measured, docs/performance.md)."""
         lanes = addresses.reshape(-1, 32) // SECTOR
         lanes.sort(axis=1)
-        sectors = int((1 + (np.diff(lanes, axis=1) != 0).sum(axis=1)).sum())
+        sectors = _distinct(lanes)
         s = self._site(site, spelling, ptx)
         if not spelling.startswith("cp.async"):  # cp.async's executions count on its shared side
             s.executions += lanes.shape[0] * self.times
+            s.lines += int(_distinct(lanes // (LINE // SECTOR))) * self.times
         s.requests += lanes.shape[0] * self.times
         s.sectors += sectors * self.times
+        if spelling.startswith("ld.global") and ".cg" not in spelling:  # cached in L1
+            held = self.l1_held.setdefault(site, set())
+            new = set(np.unique(lanes).tolist()) - held
+            held |= new
+            s.l2_sectors += len(new) * self.times
+        else:
+            s.l2_sectors += sectors * self.times
 
     def _count_shared(self, site: str, spelling: str, addresses: np.ndarray,
                       sources: np.ndarray | None = None, ptx: str = "") -> None:
@@ -312,6 +330,7 @@ class Counter:
         s.executions += lanes.shape[0] * self.times
         s.requests += lanes.shape[0] * local_requests(width) * self.times
         s.sectors += int(local_sectors(lanes, width).sum()) * self.times
+        s.l2_sectors = s.sectors  # local memory's hits in L1 are not modelled
 
     def _count_lowered(self, site, spec, operand, layout, space, stride, addresses) -> None:
         """Count the memory instructions a wmma.load or wmma.store becomes (docs/wmma.md);
@@ -385,8 +404,10 @@ class Tracer(Counter, Machine):
             if n >= 3 and not self.exhaustive else [(k, 1) for k in range(start, stop)]
         for k, weight in visits:
             self.weight, self.k = weight, k
+            self.l1_held.clear()  # a K tile's loads hit L1 in that tile only
             yield k
         self.weight, self.k = 1, None
+        self.l1_held.clear()
 
     def global_elements(self, site, operand, rows, cols, k_tile, vector):
         if self.k is not None and operand in ("A", "B"):

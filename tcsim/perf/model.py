@@ -4,8 +4,15 @@ Per SM, ``B`` blocks run at once (`occupancy`). For one block tile the trace giv
 unit must do, in cycles at that unit's full rate (GPU description, `tcsim.perf.gpus`):
 
 - tensor: mma.sync instructions, or warpgroup wgmma instructions, / the SM's rate for them;
-- shared: shared-memory wavefronts (loads, stores, cp.async writes, wgmma operands) / rate;
-- l1: global and local sectors through L1 / sectors per cycle;
+- shared: shared-memory wavefronts (loads, stores, wgmma operands) / rate; cp.async.cg's writes
+  into shared memory do not use this pipe (measured: Nsight Compute's wavefront counts leave
+  them out);
+- l1: L1's data pipe, which moves shared memory's wavefronts and global memory's alike: the
+  shared wavefronts plus one wavefront per 128-byte line of each global load and store, at the
+  shared-memory rate (measured: Nsight Compute's l1tex throughput is this pipe's);
+- (L2's bytes are the sectors L1 misses: a load cached in L1 hits the sectors its site already
+  brought in during the same K tile, as the trace counts them; measured: wmma_basic's 87.5%
+  equals Nsight Compute's 87.8%);
 - issue: the warp instructions the trace counts / the SM's schedulers (a lower bound: address
   arithmetic is not counted).
 
@@ -41,8 +48,9 @@ when the resident threads' local bytes do not fit in half of L2.
 Cycles become seconds at the clock the GPU holds under the kernel's tensor load: the clock
 measured under an mma.sync load, or under a wgmma load of random data for a wgmma kernel (the
 power cap lowers it). The largest term is the limiter; a unit busy less than 60% of the
-predicted time is not, and latency is (Nsight Compute's rule). Every constant comes from the GPU
-description; nothing is fitted to a kernel.
+predicted time is not, and latency is (Nsight Compute's rule). When L1's data pipe limits and
+most of its wavefronts are shared memory's, the limiter is named "shared". Every constant comes
+from the GPU description; nothing is fitted to a kernel.
 """
 
 from __future__ import annotations
@@ -135,9 +143,9 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     main = {u: c / tiles for u, c in _work(mainloop, g).items()}
 
     # Chip-wide: L2 and DRAM bytes.
-    l1_sectors = sum(s.sectors for s in sites if s.space in L1_SPACES)
+    l1_misses = sum(s.l2_sectors for s in sites if s.space in L1_SPACES)
     tma_sectors = sum(s.sectors for s in sites if s.space in TMA_SPACES)
-    l2_bytes = (l1_sectors + tma_sectors) * SECTOR
+    l2_bytes = (l1_misses + tma_sectors) * SECTOR
     dram_bytes, dram_share = _dram_bytes(p, M, N, K, concurrent, g)
     local = trace.pipeline.get("local_bytes_per_thread", 0) * concurrent * p.threads
     if local > g["l2_bytes"] / 2:  # the resident threads' local memory does not stay in L2
@@ -150,7 +158,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     rate = g["l2_tma_bytes_per_s" if tma else "l2_bytes_per_s"] / sms / hz
     # a producer's stages but the one being computed are in flight
     prefetch = p.stages - 1 if tma else trace.pipeline.get("prefetch", 0)
-    load_bytes = sum(s.sectors for s in mainloop if s.space in L1_SPACES + TMA_SPACES) \
+    load_bytes = sum(s.l2_sectors if s.space in L1_SPACES else s.sectors
+                     for s in mainloop if s.space in L1_SPACES + TMA_SPACES) \
         * SECTOR / tiles / k_tiles
     transfer = load_bytes / rate
     shared_rate = g["shared_wavefronts_per_cycle"]
@@ -178,7 +187,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     # as the blocks leave their barriers and refill their pipelines at the same moments.
     exposed = max(latency_block - per_block[busiest], 0.0)
     units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
-    units["l2"] = l1_sectors * SECTOR / g["l2_bytes_per_s"] + \
+    units["l2"] = l1_misses * SECTOR / g["l2_bytes_per_s"] + \
         (tma_sectors * SECTOR / g["l2_tma_bytes_per_s"] if tma_sectors else 0.0)
     units["dram"] = dram_bytes / g["dram_bytes_per_s"]
     latency = waves * exposed / hz
@@ -187,6 +196,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     limiter = max(candidates, key=candidates.get)
     if candidates[limiter] < BUSY * seconds:  # Nsight Compute's rule: no unit 60% busy
         limiter = "latency"
+    elif limiter == "l1" and units["shared"] >= SHARED_SHARE * units["l1"]:
+        limiter = "shared"
     full = tiles / concurrent
     details = {"tiles": tiles, "per_block_cycles": per_block, "chain_cycles": chain,
                "global_latency_cycles": latency_global, "transfer_cycles": transfer,
@@ -200,6 +211,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
 
 
 BUSY = 0.6  # a unit busy this share of the time limits the kernel; below it, latency does
+SHARED_SHARE = 0.5  # L1's data pipe limits and this share of it is shared memory's: "shared"
 L1_SPACES = ("global", "async", "local")
 TMA_SPACES = ("tma", "tma_store")
 
@@ -209,10 +221,10 @@ def _work(sites, g: Gpu) -> dict[str, float]:
     tensor = sum(s.mma / g.tensor_rate(s.instruction) for s in sites if s.space == "tensor")
     tensor += sum(s.executions / WARPGROUP_WARPS / g.tensor_rate(s.instruction)
                   for s in sites if s.space == "wgmma")
+    shared = sum(s.wavefronts for s in sites if s.space != "async")  # cp.async.cg: its own path
     return {"tensor": tensor,
-            "shared": sum(s.wavefronts for s in sites) / g["shared_wavefronts_per_cycle"],
-            "l1": sum(s.sectors for s in sites if s.space in L1_SPACES)
-            / g["l1_sectors_per_cycle"],
+            "shared": shared / g["shared_wavefronts_per_cycle"],
+            "l1": (shared + sum(s.lines for s in sites)) / g["shared_wavefronts_per_cycle"],
             "issue": sum(s.executions for s in sites) / g["schedulers_per_sm"]}
 
 
@@ -298,7 +310,13 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
             return (f"the tensor pipe: {wgmma / WARPGROUP_WARPS / 1e6:,.2f}M warpgroup wgmma "
                     f"at {d['clock_hz'] / 1e9:.2f} GHz, the clock under a wgmma load")
         return f"the tensor pipe: {sum(s.mma for s in trace.sites.values()) / 1e6:,.1f}M mma"
-    if limiter in ("l2", "dram", "l1"):
+    if limiter == "l1":
+        lines = sum(s.lines for s in trace.sites.values())
+        shared = sum(s.wavefronts for s in trace.sites.values())
+        return (f"L1's data pipe: {lines / 1e6:,.1f}M wavefronts of global loads and stores "
+                f"(one per 128-byte line a request touches) and {shared / 1e6:,.1f}M of shared "
+                "memory")
+    if limiter in ("l2", "dram"):
         return (f"{limiter} bandwidth: {d['l2_bytes'] / 1e9:,.2f} GB through L2, "
                 f"{d['dram_bytes'] / 1e9:,.2f} GB from DRAM")
     return f"instruction issue: {sum(s.executions for s in trace.sites.values()) / 1e6:,.1f}M " \
