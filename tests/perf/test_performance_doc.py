@@ -48,3 +48,15 @@ def test_the_article_table_is_the_model_now():
     bench = _bench_explain()
     assert found.group(1).strip() == bench.article_table().strip(), (
         "docs/performance.md is stale: paste python benchmarks/bench_explain.py --article")
+
+
+def test_nsight_computes_busiest_unit_is_named_by_the_models_rule():
+    """The l1tex data pipe is "shared" when shared memory makes most of it, else "l1"; no unit
+    60% busy is latency, whatever its share."""
+    bench = _bench_explain()
+    sol = bench.SOL
+    quiet = dict.fromkeys(sol.values(), 10.0)
+    assert bench.ncu_limiter({**quiet, sol["l1"]: 79.0, sol["shared"]: 48.0}) == "shared"
+    assert bench.ncu_limiter({**quiet, sol["l1"]: 96.4, sol["shared"]: 0.0}) == "l1"
+    assert bench.ncu_limiter({**quiet, sol["l1"]: 55.0, sol["shared"]: 50.0}) == "latency"
+    assert bench.ncu_limiter({**quiet, sol["tensor"]: 93.0, sol["l1"]: 59.0}) == "tensor"
