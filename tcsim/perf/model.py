@@ -206,8 +206,9 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "dram_bytes": dram_bytes, "prefetch": prefetch, "clock_hz": hz,
                "k_tiles": k_tiles}
     reason = _reason(limiter, trace, occ, details, g)
+    advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace))
     return Explanation(trace.kernel, (M, N, K), g.key, occ, units, latency, waves, full,
-                       seconds, limiter, reason, _advice(limiter, occ, prefetch, wgmma), details)
+                       seconds, limiter, reason, advice, details)
 
 
 BUSY = 0.6  # a unit busy this share of the time limits the kernel; below it, latency does
@@ -295,6 +296,9 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
     if limiter == "shared":
         wave = sum(s.wavefronts for s in trace.sites.values())
         ideal = sum(s.ideal for s in trace.sites.values())
+        if not _conflicted(trace):
+            return (f"shared-memory wavefronts on L1's data pipe: {wave / 1e6:,.1f}M, no bank "
+                    "conflicts (as many as the ideal)")
         return (f"shared-memory bank conflicts: {wave / 1e6:,.1f}M wavefronts, "
                 f"{wave / max(ideal, 1):.1f}x the ideal {ideal / 1e6:,.1f}M")
     if limiter == "latency":
@@ -323,10 +327,19 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
            f"warp instructions counted ({len(t)} counters)"
 
 
-def _advice(limiter: str, occ: Occupancy, prefetch: int, wgmma: bool) -> str:
+def _conflicted(trace) -> bool:
+    """Whether bank conflicts add a tenth or more to the shared-memory wavefronts."""
+    sites = trace.sites.values()
+    return sum(s.wavefronts for s in sites) >= 1.1 * sum(s.ideal for s in sites)
+
+
+def _advice(limiter: str, occ: Occupancy, prefetch: int, wgmma: bool, conflicted: bool) -> str:
     if limiter == "tensor" and wgmma:
         return ("the tensor pipe runs at its rate: smaller types (fp8) or a higher clock (less "
                 "power spent moving data: cluster multicast) go further")
+    if limiter == "shared" and not conflicted:
+        return ("fewer shared-memory reads per mma: larger warp tiles reuse each fragment, "
+                "or wgmma reads its operands from shared memory itself")
     if limiter == "l2" and wgmma:
         return "one copy of a tile for several blocks (cluster multicast), or larger tiles"
     return {

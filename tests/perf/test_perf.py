@@ -222,3 +222,12 @@ def test_l1_wavefronts_and_hits_are_what_nsight_compute_counted_on_the_h100(case
     assert wavefronts == pytest.approx(ncu["l1tex__data_pipe_lsu_wavefronts.sum"], rel=0.07)
     assert hits == pytest.approx(
         ncu["l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum"], rel=0.01, abs=1)
+
+
+def test_a_conflict_free_shared_limit_is_not_blamed_on_bank_conflicts():
+    """kernel5's shared-memory wavefronts are the ideal (Nsight Compute: no conflicts on the
+    H100, tests/hw/test_kernels_hw.py); its limit is their number, and the advice says so."""
+    e = tcsim.trace("kernel5", 4096, 4096, 4096, accumulate="f16").explain("H100-SXM",
+                                                                           registers=168)
+    assert e.limiter == "shared"
+    assert "no bank conflicts" in e.reason and "bank conflicts" not in e.advice
