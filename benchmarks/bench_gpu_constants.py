@@ -600,32 +600,33 @@ TMA_BOX_BYTES = 64 * 128
 TMA_RING = (6, 4)  # stages x boxes of 8 KiB: 192 KiB in flight per SM
 
 
-def _tma_reader(ctx: Context):
-    """tma_bench.cu's kernel, its tensor map and shared-memory size: make(blocks, stages, boxes,
-    share, rec) gives make(iterations) for `calibrate`."""
+def tma_reader(rows: int = TMA_MATRIX[0], cols: int = TMA_MATRIX[1], height: int = 64):
+    """tma_bench.cu over a rows x cols f16 matrix in boxes of ``height`` x 64: make(blocks,
+    stages, boxes, share, rec) gives make(iterations) for `calibrate`, each launch with the
+    shared memory its ring needs (at most TMA_RING's 192 KiB)."""
     import cupy
 
     from tcsim.hw import runtime, tma
     from tcsim.memory.tma import TensorMap
 
-    stages, boxes = TMA_RING
-    shared = stages * boxes * TMA_BOX_BYTES + 1024
-    rows, cols = TMA_MATRIX
+    ring = TMA_RING[0] * TMA_RING[1] * TMA_BOX_BYTES
     matrix = cupy.zeros(rows * cols, cupy.uint16)
-    encoded = tma.encode(TensorMap(rows, cols, 2, 64, 64, "128B"), matrix.data.ptr)
-    fn = runtime.kernel_function("tma_bench.cu", "tma_read", None, shared, "sm_90a")
+    encoded = tma.encode(TensorMap(rows, cols, 2, height, 64, "128B"), matrix.data.ptr)
+    fn = runtime.kernel_function("tma_bench.cu", "tma_read", None, ring + 1024, "sm_90a")
 
     def make(blocks: int, s: int, b: int, share: int, rec) -> Callable[[int], Callable[[], None]]:
+        shared = s * b * height * 128 + 1024
+
         def at(iters: int, matrix=matrix) -> Callable[[], None]:  # the map's memory lives on
             return lambda: tma.launch(fn, (blocks,), (32,), [
-                encoded, iters, s, b, 64, rows // 64, cols // 64, share, rec], shared)
+                encoded, iters, s, b, height, rows // height, cols // 64, share, rec], shared)
         return at
 
     return make
 
 
 def _tma_rate(ctx: Context, make, share: int) -> tuple[float, PerSM, str, int]:
-    """Seconds per launch, per-SM stats, a description and the iterations of a whole-GPU TMA
+    """Seconds per launch, per-SM stats, a description and the bytes read of a whole-GPU TMA
     read with ``share`` SMs asking for the same boxes."""
     stages, boxes = TMA_RING
     rec = records(ctx.sms)
@@ -643,7 +644,7 @@ def _tma_rate(ctx: Context, make, share: int) -> tuple[float, PerSM, str, int]:
 def tma_read(ctx: Context) -> Constants:
     """TMA copies from L2 to shared memory: the whole GPU's bytes per second with 192 KiB in
     flight per SM, each SM reading its own boxes, and one copy's latency."""
-    make = _tma_reader(ctx)
+    make = tma_reader()
     seconds, stats, how, total = _tma_rate(ctx, make, 1)
     out = bandwidth_entries(ctx, "l2_tma_read", total, seconds, stats, how)
     out["l2_tma_read_bytes_per_sm_per_cycle"] = entry(
@@ -664,7 +665,7 @@ TMA_SHARING = (2, 4, 8, 16, 33, 66, 132)
 def tma_sharing(ctx: Context) -> Constants:
     """TMA's read rate from L2 when groups of SMs ask for the same boxes at about the same time,
     as the blocks of a GEMM's wave ask for the same A and B tiles."""
-    make = _tma_reader(ctx)
+    make = tma_reader()
     out: Constants = {}
     for share in TMA_SHARING:
         seconds, stats, how, total = _tma_rate(ctx, make, share)

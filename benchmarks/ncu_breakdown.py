@@ -11,6 +11,7 @@ import json
 import os
 
 import numpy as np
+from bench_explain import _inputs, _params  # this folder's: the inputs its table measures
 
 import tcsim
 from tcsim.hw.gemm import launch
@@ -23,9 +24,8 @@ S = 4096
 launches = []
 for name, acc in cases:
     k = tcsim.kernels.kernel_named(name)
-    dt = np.float32 if k.defaults.inputs == "f32" else np.float16
-    A, B = (rng.uniform(-1, 1, (S, S)).astype(dt) for _ in range(2))
-    launches.append(launch(k, A, B, label=name, **({"accumulate": acc} if acc else {})))
+    A, B, _ = _inputs(k, S, S, S, rng)
+    launches.append(launch(k, A, B, label=name, **_params(name, acc)))
 metrics = ("breakdown:l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
            "breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed",
            "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",

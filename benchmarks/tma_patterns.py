@@ -10,30 +10,22 @@ second (median of 5 launches of ~5 ms), the clock, and bytes per SM per cycle.
 import bench_gpu_constants as g  # this folder's
 import cupy
 
-from tcsim.hw import runtime, tma
-from tcsim.memory.tma import TensorMap
-
 sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-RING = 6 * 4 * 8192
-fn = runtime.kernel_function("tma_bench.cu", "tma_read", None, RING + 1024, "sm_90a")
+
 
 def run(rows, cols, height, stages, boxes, per_sm=1, share=1, ms=5):
-    matrix = cupy.zeros(rows * cols, cupy.uint16)
-    enc = tma.encode(TensorMap(rows, cols, 2, height, 64, "128B"), matrix.data.ptr)
     blocks = sms * per_sm
     rec = g.records(blocks)
-    shared = stages * boxes * height * 128 + 1024
-    def make(iters):
-        return lambda: tma.launch(fn, (blocks,), (32,), [enc, iters, stages, boxes, height,
-                                  rows // height, cols // 64, share, rec], shared)
+    make = g.tma_reader(rows, cols, height)(blocks, stages, boxes, share, rec)
     iters = g.calibrate(make, 64, ms / 1e3)
     sec = g.median_seconds(make(iters), 5, 2)
     total = blocks * iters * boxes * height * 128
     st = g.per_sm(rec, 1.0)
-    print(f"{rows}x{cols} ({rows*cols*2>>20} MiB) box {height}x64 stages {stages} boxes {boxes} "
-          f"blocks/SM {per_sm} share {share}: {total/sec/1e12:.2f} TB/s, "
-          f"clock {st.clock_ghz:.3f} GHz, "
-          f"{total/sec/st.clock_ghz/1e9/sms:.1f} B/SM/cycle", flush=True)
+    print(f"{rows}x{cols} ({rows * cols * 2 >> 20} MiB) box {height}x64 stages {stages} boxes "
+          f"{boxes} blocks/SM {per_sm} share {share}: {total / sec / 1e12:.2f} TB/s, "
+          f"clock {st.clock_ghz:.3f} GHz, {total / sec / st.clock_ghz / 1e9 / sms:.1f} "
+          "B/SM/cycle", flush=True)
+
 
 run(4096, 2048, 64, 6, 4)
 run(4096, 2048, 128, 6, 2)

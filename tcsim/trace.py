@@ -98,7 +98,7 @@ class Site:
     requests: int = 0  # global memory
     sectors: int = 0
     lines: int = 0  # global loads and stores: 128-byte lines a request touches, summed
-    l2_sectors: int = 0  # the sectors that go on to L2: all but L1 hits (global and cp.async)
+    l2_sectors: int = 0  # the sectors that go on to L2: all but L1's hits
     mma: int = 0  # tensor-core instructions
     ptx: str = ""  # the PTX instruction when ptxas makes ``instruction`` of it (wmma)
 
@@ -296,7 +296,7 @@ class Counter:
         s = self._site(site, spelling, ptx)
         if not spelling.startswith("cp.async"):  # cp.async's executions count on its shared side
             s.executions += lanes.shape[0] * self.times
-            s.lines += int(_distinct(lanes // (LINE // SECTOR))) * self.times
+            s.lines += _distinct(lanes // (LINE // SECTOR)) * self.times
         s.requests += lanes.shape[0] * self.times
         s.sectors += sectors * self.times
         if spelling.startswith("ld.global") and ".cg" not in spelling:  # cached in L1
@@ -329,8 +329,9 @@ class Counter:
         s = self._site(site, spelling)
         s.executions += lanes.shape[0] * self.times
         s.requests += lanes.shape[0] * local_requests(width) * self.times
-        s.sectors += int(local_sectors(lanes, width).sum()) * self.times
-        s.l2_sectors = s.sectors  # local memory's hits in L1 are not modelled
+        sectors = int(local_sectors(lanes, width).sum()) * self.times
+        s.sectors += sectors
+        s.l2_sectors += sectors  # local memory's hits in L1 are not modelled
 
     def _count_lowered(self, site, spec, operand, layout, space, stride, addresses) -> None:
         """Count the memory instructions a wmma.load or wmma.store becomes (docs/wmma.md);
