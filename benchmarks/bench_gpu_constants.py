@@ -726,16 +726,16 @@ def update_description(log: str, path: str, key: str = "H100-SXM") -> None:
     run = json.load(open(log))
     measured = run["constants"]
     table = json.load(open(path))
-    entry = table[key]
+    desc = table[key]
     where = f"benchmarks/bench_gpu_constants.py on the project's H100, {run['date'][:10]} ({log})"
     for name, keys, unit, what in DESCRIPTION:
         value = statistics.mean(measured[k]["value"] for k in keys)
-        entry["constants"][name] = {"value": value, "unit": unit, "source": f"{where}: {what}"}
+        desc["constants"][name] = {"value": value, "unit": unit, "source": f"{where}: {what}"}
     for family, k in TENSOR_DESCRIPTION:
-        entry["tensor"][family] = {"value": measured[k]["value"], "unit": "instructions/SM/cycle",
-                                   "source": f"{where}: {k}"}
-    m16n8k8 = entry["tensor"]["m16n8k8.f32.tf32"]["value"]
-    entry["tensor"]["m16n8k4.f32.tf32"] = {
+        desc["tensor"][family] = {"value": measured[k]["value"], "unit": "instructions/SM/cycle",
+                                  "source": f"{where}: {k}"}
+    m16n8k8 = desc["tensor"]["m16n8k8.f32.tf32"]["value"]
+    desc["tensor"]["m16n8k4.f32.tf32"] = {
         "value": 2 * m16n8k8, "unit": "instructions/SM/cycle",
         "source": f"{where}: twice mma_m16n8k8_tf32_f32_per_sm_per_cycle (half the products; "
                   "assumed, not measured alone)"}

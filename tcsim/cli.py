@@ -332,8 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, TypeError, IndexError, OSError, NotImplementedError,
-            SimulationError) as exc:
+    except (ValueError, TypeError, IndexError, OSError, SimulationError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the message holds
         print(f"tcsim: error: {message}", file=sys.stderr)
         return 2

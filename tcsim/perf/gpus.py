@@ -47,14 +47,10 @@ class Gpu:
         ``wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16``, one SM completes per cycle at
         most."""
         family = tensor_family(qualifier)
-        if family not in self.tensor:
-            raise KeyError(f"{self.key}: no tensor rate for {family!r} (a {qualifier}); "
-                           f"known: {', '.join(sorted(self.tensor))}")
+        if family not in self.tensor:  # a shape or type this description has no rate for
+            raise ValueError(f"{self.key}: no tensor rate for {family!r} (a {qualifier}); "
+                             f"known: {', '.join(sorted(self.tensor))}")
         return self.tensor[family].value
-
-    @property
-    def cycles_per_second(self) -> float:
-        return self["clock_ghz"] * 1e9
 
     def clock_hz(self, wgmma: bool) -> float:
         """The SM clock the model assumes: under an mma.sync load (``clock_ghz``), or for a

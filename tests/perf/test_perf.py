@@ -108,7 +108,7 @@ def test_the_tensor_bound_is_the_mma_count_over_the_rate():
     per_block = 128 * 128 * 4096 // (16 * 8 * 16)
     B = e.occupancy.blocks_per_sm
     want = e.waves * B * per_block / g.tensor_rate("m16n8k16.row.col.f16.f16.f16.f16") \
-        / g.cycles_per_second
+        / g.clock_hz(wgmma=False)
     assert e.units["tensor"] == pytest.approx(want)
 
 
@@ -231,3 +231,11 @@ def test_a_conflict_free_shared_limit_is_not_blamed_on_bank_conflicts():
                                                                            registers=168)
     assert e.limiter == "shared"
     assert "no bank conflicts" in e.reason and "bank conflicts" not in e.advice
+
+
+def test_a_wgmma_shape_without_a_measured_rate_is_refused_clearly():
+    """gpus.json measures wgmma m64n256k16 only: kernel10 with 192-column tiles issues
+    m64n192k16, whose rate is not assumed."""
+    t = tcsim.trace("kernel10", 1536, 1536, 1024, block_n=192, warp_n=192)
+    with pytest.raises(ValueError, match="no tensor rate for 'wgmma.m64n192k16"):
+        t.explain("H100-SXM", registers=168)
