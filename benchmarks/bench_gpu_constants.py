@@ -49,6 +49,12 @@ duration given below. Measurements:
   from an L2-resident 16 MiB matrix, ~5 ms; tma_latency_cycles: one block, one box at a time.
   l2_tma_read_bytes_per_s_share<n>: the same with groups of n SMs asking for the same boxes at
   about the same time, as a GEMM's wave does (measured: the rate does not change).
+- l2_tma_gemm_grouped_bytes_per_s and l2_tma_gemm_rows_bytes_per_s: TMA feeding a GEMM's tiles.
+  kernel8's twin at 8192^3 with its wgmma taken out (hopper.cuh's EXPLORE_NO_MMA and
+  EXPLORE_NO_EPILOGUE): one persistent block per SM whose producer thread copies 128 x 64 A
+  boxes and 64 x 256 B tiles into 4 stages of 48 KiB and whose consumers hand each stage back
+  as soon as it lands; tiles in groups of 16 block rows (kernel8's order) or along N (GROUP_M
+  0, kernel7's). Requested bytes / median event time, each launch behind a spin kernel.
 
 Each measurement is one function; one that fails prints its error and the others still run
 (the JSON's "errors" maps the function's name to the message). Needs CuPy and a GPU; the whole
@@ -674,10 +680,52 @@ def tma_sharing(ctx: Context) -> Constants:
     return out
 
 
+TMA_GEMM = 8192  # M = N = K of the GEMM whose tiles tma_gemm_feed copies
+TMA_GEMM_ORDERS = {"grouped": 16, "rows": 0}  # GROUP_M of each tile order
+
+
+def tma_gemm_feed(ctx: Context) -> Constants:
+    """TMA copying a GEMM's A and B tiles with nothing computed: kernel8's twin without its
+    wgmma or epilogue, its tiles in groups of 16 block rows (kernel8) or along N (kernel7)."""
+    import dataclasses
+
+    import cupy
+
+    import tcsim
+    from tcsim.hw.gemm import device_launch, launcher
+
+    kernel = tcsim.kernels.kernel_named("kernel8")
+    p = kernel.params(accumulate="f16")
+    S = TMA_GEMM
+    A, B = (cupy.random.uniform(-1, 1, (S, S), dtype=cupy.float32).astype(cupy.float16)
+            for _ in range(2))
+    C, D = cupy.zeros((S, S), cupy.float16), cupy.empty((S, S), cupy.float16)
+    base = device_launch(kernel, p, A, B, C, D)
+    tiles = (S // p.block_m) * (S // p.block_n)
+    total = tiles * (p.block_m + p.block_n) * S * 2
+    out: Constants = {}
+    from bench_gpu import interleaved_medians  # this folder's: a spin kernel ahead of each launch
+
+    launches = {order: launcher(dataclasses.replace(base, defines={
+        **base.defines, "EXPLORE_NO_MMA": 1, "EXPLORE_NO_EPILOGUE": 1, "GROUP_M": group}))
+        for order, group in TMA_GEMM_ORDERS.items()}
+    # ~1 ms launches: each behind a spin kernel, so that the launch's own CPU time is not timed
+    medians = interleaved_medians({k: (lambda i, go=go: go()) for k, go in launches.items()},
+                                  max(ctx.runs, 10), ctx.warmup)
+    for order, group in TMA_GEMM_ORDERS.items():
+        seconds = medians[order]
+        out[f"l2_tma_gemm_{order}_bytes_per_s"] = entry(
+            total / seconds, "B/s",
+            f"tma_gemm_feed: kernel8's twin at {S}^3 without wgmma or epilogue, GROUP_M {group}: "
+            f"{total / 1e9:.1f} GB of A and B tiles requested / median event time "
+            f"({seconds * 1e3:.3f} ms, each launch behind a spin kernel as bench_gpu.py times)")
+    return out
+
+
 MEASUREMENTS: tuple[Callable[[Context], Constants], ...] = (
     sm_clock, tensor_throughput, mma_latency, shared_throughput, shared_latency,
     global_latency, l2_bandwidth, dram_bandwidth, l1_bandwidth, wgmma_throughput, tma_read,
-    tma_sharing,
+    tma_sharing, tma_gemm_feed,
 )
 
 
@@ -697,8 +745,11 @@ DESCRIPTION = (
     ("l1_sectors_per_cycle", ("global_load_sectors_per_sm_per_cycle",), "sectors/SM/cycle",
      "global_load_sectors_per_sm_per_cycle"),
     ("l2_bytes_per_s", ("l2_read_bytes_per_s",), "bytes/s", "l2_read_bytes_per_s"),
-    ("l2_tma_bytes_per_s", ("l2_tma_read_bytes_per_s",), "bytes/s",
-     "l2_tma_read_bytes_per_s (TMA copies from L2 to shared memory)"),
+    ("l2_tma_bytes_per_s", ("l2_tma_gemm_rows_bytes_per_s",), "bytes/s",
+     "l2_tma_gemm_rows_bytes_per_s (TMA copying a GEMM's tiles taken along N, nothing computed)"),
+    ("l2_tma_grouped_bytes_per_s", ("l2_tma_gemm_grouped_bytes_per_s",), "bytes/s",
+     "l2_tma_gemm_grouped_bytes_per_s (TMA copying a GEMM's tiles taken in groups of 16 block "
+     "rows, nothing computed)"),
     ("dram_bytes_per_s", ("dram_read_bytes_per_s",), "bytes/s", "dram_read_bytes_per_s"),
     ("l2_latency_cycles", ("l2_latency_cycles",), "cycles", "l2_latency_cycles"),
     ("dram_latency_cycles", ("dram_latency_cycles",), "cycles", "dram_latency_cycles"),

@@ -286,6 +286,11 @@ extern __shared__ __align__(1024) unsigned char hopper_shared[];
 #ifndef EXPLORE_NO_EPILOGUE
 #define EXPLORE_NO_EPILOGUE 0
 #endif
+// EXPLORE_NO_MMA: the consumers issue no wgmma (the tiles still arrive and are released): the
+// kernel is its TMA copies alone (bench_gpu_constants.py's tma_gemm_feed times them).
+#ifndef EXPLORE_NO_MMA
+#define EXPLORE_NO_MMA 0
+#endif
 #define EXPLORE_NEVER(alpha) ((alpha) == 12345.0f)
 // kernel9: C and D pass through shared memory in whole 128-byte lines. Each consumer warp has
 // a staging buffer of 16 rows x 128 bytes (64 columns), 16-byte chunk c of row r at c ^ (r % 8),
@@ -642,10 +647,14 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
                      b = base + s * STAGE_BYTES + A_STAGE_BYTES;
       fence_registers(acc);
       wgmma_fence();
+#if !EXPLORE_NO_MMA
 #pragma unroll
       for (int kk = 0; kk < BK / 16; kk++)  // A: 32 bytes along its 128-byte rows; B: 16 rows
         wgmma_tile(acc, descriptor(a + kk * 32, 16, 1024),
                    descriptor(b + kk * 16 * 128, B_BOX_BYTES, 1024));
+#else
+      (void)a, (void)b;
+#endif
       wgmma_commit();
 #if TMA_STORE_EPILOGUE
       // C's first boxes (none with beta 0), once the last tile's stores have read them

@@ -15,6 +15,7 @@ from tcsim.perf.occupancy import twin_registers
 
 BREAKDOWN = Path(__file__).resolve().parents[2] / "docs" / "evidence" / \
     "ncu_breakdown_h100_2026-11-24.json"
+EVIDENCE = BREAKDOWN.parent
 UNITS = {"tensor", "shared", "l1", "issue", "l2", "dram", "latency"}
 
 
@@ -149,6 +150,30 @@ def test_the_grouped_tile_order_reads_less_from_dram():
     dram = {k: tcsim.trace(k, 8192, 8192, 8192).explain().details["dram_bytes"]
             for k in ("kernel7", "kernel8")}
     assert dram["kernel8"] < dram["kernel7"] / 1.5
+
+
+def test_tma_copies_move_at_the_rate_measured_for_the_kernels_tile_order():
+    """TMA's rate is measured for a GEMM's own copies with nothing computed, per tile order
+    (bench_gpu_constants.py's tma_gemm_feed): groups of block rows (kernel8) are faster than
+    along N (kernel7), because the L2 serves SMs that ask for the same lines together with fewer
+    lookups (Nsight Compute: docs/evidence/ncu_tma_h100_2026-11-24.json). Each kernel's TMA
+    bytes take the L2 time of its order's rate, and gpus.json holds the logged run's rates."""
+    g = gpu("H100-SXM")
+    run = json.loads((EVIDENCE / "gpu_constants_h100_2026-11-24_tma_feed.json").read_text())
+    logged = {k: run["constants"][f"l2_tma_gemm_{k}_bytes_per_s"]["value"]
+              for k in ("grouped", "rows")}
+    assert g["l2_tma_grouped_bytes_per_s"] == logged["grouped"]
+    assert g["l2_tma_bytes_per_s"] == logged["rows"]
+    lookups = {r["launch"]: r["l2_lookup_bytes_per_tma_byte"]
+               for r in json.loads((EVIDENCE / "ncu_tma_h100_2026-11-24.json").read_text())}
+    assert lookups["copies, groups of 16 rows"] < 0.7 < 0.9 < lookups["copies, along N"]
+    for name, rate in (("kernel8", logged["grouped"]), ("kernel7", logged["rows"])):
+        t = tcsim.trace(name, 8192, 8192, 8192)
+        sites = t.sites.values()
+        tma = sum(s.sectors for s in sites if s.space in ("tma", "tma_store")) * 32
+        other = sum(s.l2_sectors for s in sites if s.space in ("global", "async", "local")) * 32
+        e = t.explain("H100-SXM")
+        assert e.units["l2"] == pytest.approx(tma / rate + other / g["l2_bytes_per_s"])
 
 
 def test_local_memory_that_overflows_l2_goes_to_dram():

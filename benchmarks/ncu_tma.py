@@ -1,0 +1,59 @@
+"""How many L2 lookups TMA's copies of a GEMM's tiles cost, by tile order (Nsight Compute).
+
+    python benchmarks/ncu_tma.py [SIZE]    # on the GPU (sm_90a); writes $OUT/ncu_tma.json
+
+Profiles kernel7 and kernel8 (f16 accumulators, SIZE^3, default 4096) and kernel8's twin with
+its wgmma and epilogue taken out (hopper.cuh's EXPLORE_NO_MMA, EXPLORE_NO_EPILOGUE: the copies
+alone, as bench_gpu_constants.py's tma_gemm_feed times them) with its tiles in groups of 16 or
+4 block rows and along N. Prints, per launch, TMA's bytes per second, the SM clock, L2's tag
+lookups (lts__t_bytes) over TMA's bytes, the L2 partitions' fabric share and the busiest L2
+percentages: when the SMs that ask for the same lines at about the same time are many, the L2
+serves them with fewer lookups.
+"""
+import dataclasses
+import json
+import os
+import sys
+
+import numpy as np
+
+from tcsim.hw.gemm import launch
+from tcsim.hw.profile import profile
+
+METRICS = (
+    "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second",
+    "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum", "lts__t_bytes.sum",
+    "lts__t_sectors_srcunit_tex.sum", "lts__t_sectors_srcunit_ltcfabric.sum",
+    "dram__bytes_read.sum", "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "lts__lts2xbar_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed",
+    "lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__m_xbar2l1tex_read_sectors.avg.pct_of_peak_sustained_elapsed",
+)
+COPIES_ONLY = {"EXPLORE_NO_MMA": 1, "EXPLORE_NO_EPILOGUE": 1}
+S = int(sys.argv[1]) if len(sys.argv) > 1 else 4096
+rng = np.random.default_rng(1)
+A, B = (rng.uniform(-1, 1, (S, S)).astype(np.float16) for _ in range(2))
+cases = {"kernel7": ("kernel7", {}), "kernel8": ("kernel8", {}),
+         "copies, groups of 16 rows": ("kernel8", {**COPIES_ONLY, "GROUP_M": 16}),
+         "copies, groups of 4 rows": ("kernel8", {**COPIES_ONLY, "GROUP_M": 4}),
+         "copies, along N": ("kernel8", {**COPIES_ONLY, "GROUP_M": 0})}
+launches = []
+for label, (name, defines) in cases.items():
+    base = launch(name, A, B, label=label, accumulate="f16")
+    launches.append(dataclasses.replace(base, defines={**base.defines, **defines}))
+rows = []
+for label, c in zip(cases, profile(launches, METRICS)):
+    seconds = c["gpu__time_duration.sum"] * 1e-9
+    tma = c["l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"]
+    row = {"launch": label, "size": S, "tma_bytes_per_s": tma / seconds,
+           "clock_hz": c["sm__cycles_elapsed.avg.per_second"],
+           "l2_lookup_bytes_per_tma_byte": c["lts__t_bytes.sum"] / tma,
+           "fabric_share": c["lts__t_sectors_srcunit_ltcfabric.sum"]
+           / c["lts__t_sectors_srcunit_tex.sum"], "counters": c}
+    rows.append(row)
+    print(f"{label:28s} {seconds * 1e3:.3f} ms, TMA {tma / seconds / 1e12:.2f} TB/s at "
+          f"{row['clock_hz'] / 1e9:.2f} GHz; L2 lookups / TMA bytes "
+          f"{row['l2_lookup_bytes_per_tma_byte']:.2f}; fabric {row['fabric_share']:.2f}; "
+          + ", ".join(f"{k.split('.')[0]} {v:.0f}%" for k, v in c.items() if "pct" in k))
+json.dump(rows, open(os.environ.get("OUT", ".") + "/ncu_tma.json", "w"), indent=1)
