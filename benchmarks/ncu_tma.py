@@ -56,4 +56,5 @@ for label, c in zip(cases, profile(launches, METRICS)):
           f"{row['clock_hz'] / 1e9:.2f} GHz; L2 lookups / TMA bytes "
           f"{row['l2_lookup_bytes_per_tma_byte']:.2f}; fabric {row['fabric_share']:.2f}; "
           + ", ".join(f"{k.split('.')[0]} {v:.0f}%" for k, v in c.items() if "pct" in k))
-json.dump(rows, open(os.environ.get("OUT", ".") + "/ncu_tma.json", "w"), indent=1)
+with open(os.environ.get("OUT", ".") + "/ncu_tma.json", "w") as f:
+    json.dump(rows, f, indent=1)

@@ -38,8 +38,9 @@ extern "C" __global__ void __launch_bounds__(32) tma_read(const __grid_constant_
   if (threadIdx.x == 0) {
     const int count = box_rows * box_cols;
     int box = (blockIdx.x / share * 15) % count;
-    // The box's coordinates are stepped, not divided out of `box`: one thread's integer
-    // divisions per box held the rate to 23 bytes per cycle on one SM (41 without them).
+    // The box's coordinates are stepped, not divided out of `box`: with two divisions per box
+    // the one thread held the copies to 29 bytes per SM per cycle on all SMs (23 on one SM
+    // with a third division); stepped, 41 on one SM (docs/performance.md).
     int col = box % box_cols * 64, row = box / box_cols * box_height;
     for (int i = 0; i < iterations + stages; i++) {
       const int s = i % stages;

@@ -159,7 +159,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     tma = any(s.space == "tma" for s in mainloop)  # the main loop's tiles arrive by TMA
     latency_global = g["tma_latency_cycles" if tma else "l2_latency_cycles"] + \
         dram_share * (g["dram_latency_cycles"] - g["l2_latency_cycles"])
-    tma_rate = _tma_rate(p, g) if tma_sectors else 0.0
+    tma_rate = _tma_rate(p, g) if tma or tma_sectors else 0.0
     rate = (tma_rate if tma else g["l2_bytes_per_s"]) / sms / hz
     # a producer's stages but the one being computed are in flight
     prefetch = p.stages - 1 if tma else trace.pipeline.get("prefetch", 0)
@@ -277,8 +277,7 @@ def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
 def _tma_rate(p, g: Gpu) -> float:
     """Bytes per second TMA copies a GEMM's tiles at: faster when the tiles in flight come in
     groups of block rows (their SMs ask for the same lines together) than along N."""
-    grouped = getattr(p, "group_m", 0) > 1
-    return g["l2_tma_grouped_bytes_per_s" if grouped else "l2_tma_bytes_per_s"]
+    return g["l2_tma_grouped_bytes_per_s" if p.group_m > 1 else "l2_tma_rows_bytes_per_s"]
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[float, float]:

@@ -163,7 +163,7 @@ def test_tma_copies_move_at_the_rate_measured_for_the_kernels_tile_order():
     logged = {k: run["constants"][f"l2_tma_gemm_{k}_bytes_per_s"]["value"]
               for k in ("grouped", "rows")}
     assert g["l2_tma_grouped_bytes_per_s"] == logged["grouped"]
-    assert g["l2_tma_bytes_per_s"] == logged["rows"]
+    assert g["l2_tma_rows_bytes_per_s"] == logged["rows"]
     lookups = {r["launch"]: r["l2_lookup_bytes_per_tma_byte"]
                for r in json.loads((EVIDENCE / "ncu_tma_h100_2026-11-24.json").read_text())}
     assert lookups["copies, groups of 16 rows"] < 0.7 < 0.9 < lookups["copies, along N"]
