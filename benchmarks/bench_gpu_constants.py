@@ -684,12 +684,21 @@ TMA_GEMM = 8192  # M = N = K of the GEMM whose tiles tma_gemm_feed copies
 TMA_GEMM_ORDERS = {"grouped": 16, "rows": 0}  # GROUP_M of each tile order
 
 
+def tma_copies(spec, group_m: int):
+    """kernel8's twin launch ``spec`` with its wgmma and epilogue taken out (hopper.cuh's
+    EXPLORE_NO_MMA, EXPLORE_NO_EPILOGUE) and its tiles in groups of ``group_m`` block rows:
+    its TMA copies alone."""
+    import dataclasses
+
+    return dataclasses.replace(spec, defines={
+        **spec.defines, "EXPLORE_NO_MMA": 1, "EXPLORE_NO_EPILOGUE": 1, "GROUP_M": group_m})
+
+
 def tma_gemm_feed(ctx: Context) -> Constants:
     """TMA copying a GEMM's A and B tiles with nothing computed: kernel8's twin without its
     wgmma or epilogue, its tiles in groups of 16 block rows (kernel8) or along N (kernel7)."""
-    import dataclasses
-
     import cupy
+    from bench_gpu import interleaved_medians  # this folder's: a spin kernel ahead of each launch
 
     import tcsim
     from tcsim.hw.gemm import device_launch, launcher
@@ -704,11 +713,8 @@ def tma_gemm_feed(ctx: Context) -> Constants:
     tiles = (S // p.block_m) * (S // p.block_n)
     total = tiles * (p.block_m + p.block_n) * S * 2
     out: Constants = {}
-    from bench_gpu import interleaved_medians  # this folder's: a spin kernel ahead of each launch
-
-    launches = {order: launcher(dataclasses.replace(base, defines={
-        **base.defines, "EXPLORE_NO_MMA": 1, "EXPLORE_NO_EPILOGUE": 1, "GROUP_M": group}))
-        for order, group in TMA_GEMM_ORDERS.items()}
+    launches = {order: launcher(tma_copies(base, group))
+                for order, group in TMA_GEMM_ORDERS.items()}
     # ~1 ms launches: each behind a spin kernel, so that the launch's own CPU time is not timed
     medians = interleaved_medians({k: (lambda i, go=go: go()) for k, go in launches.items()},
                                   max(ctx.runs, 10), ctx.warmup)

@@ -10,12 +10,12 @@ lookups (lts__t_bytes) over TMA's bytes, the L2 partitions' fabric share and the
 percentages: when the SMs that ask for the same lines at about the same time are many, the L2
 serves them with fewer lookups.
 """
-import dataclasses
 import json
 import os
 import sys
 
 import numpy as np
+from bench_gpu_constants import tma_copies  # this folder's: kernel8's copies alone
 
 from tcsim.hw.gemm import launch
 from tcsim.hw.profile import profile
@@ -30,18 +30,16 @@ METRICS = (
     "lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed",
     "l1tex__m_xbar2l1tex_read_sectors.avg.pct_of_peak_sustained_elapsed",
 )
-COPIES_ONLY = {"EXPLORE_NO_MMA": 1, "EXPLORE_NO_EPILOGUE": 1}
 S = int(sys.argv[1]) if len(sys.argv) > 1 else 4096
 rng = np.random.default_rng(1)
 A, B = (rng.uniform(-1, 1, (S, S)).astype(np.float16) for _ in range(2))
-cases = {"kernel7": ("kernel7", {}), "kernel8": ("kernel8", {}),
-         "copies, groups of 16 rows": ("kernel8", {**COPIES_ONLY, "GROUP_M": 16}),
-         "copies, groups of 4 rows": ("kernel8", {**COPIES_ONLY, "GROUP_M": 4}),
-         "copies, along N": ("kernel8", {**COPIES_ONLY, "GROUP_M": 0})}
+cases = {"kernel7": ("kernel7", None), "kernel8": ("kernel8", None),
+         "copies, groups of 16 rows": ("kernel8", 16), "copies, groups of 4 rows": ("kernel8", 4),
+         "copies, along N": ("kernel8", 0)}  # name, GROUP_M of the copies alone (None: the kernel)
 launches = []
-for label, (name, defines) in cases.items():
+for label, (name, group_m) in cases.items():
     base = launch(name, A, B, label=label, accumulate="f16")
-    launches.append(dataclasses.replace(base, defines={**base.defines, **defines}))
+    launches.append(base if group_m is None else tma_copies(base, group_m))
 rows = []
 for label, c in zip(cases, profile(launches, METRICS)):
     seconds = c["gpu__time_duration.sum"] * 1e-9

@@ -166,7 +166,7 @@ def test_tma_copies_move_at_the_rate_measured_for_the_kernels_tile_order():
     assert g["l2_tma_rows_bytes_per_s"] == logged["rows"]
     lookups = {r["launch"]: r["l2_lookup_bytes_per_tma_byte"]
                for r in json.loads((EVIDENCE / "ncu_tma_h100_2026-11-24.json").read_text())}
-    assert lookups["copies, groups of 16 rows"] < 0.7 < 0.9 < lookups["copies, along N"]
+    assert lookups["copies, groups of 16 rows"] < 0.7 and lookups["copies, along N"] > 0.9
     for name, rate in (("kernel8", logged["grouped"]), ("kernel7", logged["rows"])):
         t = tcsim.trace(name, 8192, 8192, 8192)
         sites = t.sites.values()
