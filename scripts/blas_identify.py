@@ -1,7 +1,7 @@
 """Identify cuBLAS's plan for every call of a sweep (scripts/blas_sweep.py) from its samples.
 
-    python scripts/blas_identify.py SWEEP_DIR [--write tcsim/blas/data/plans_h100.json]
-        [--only INDEX,...]
+    python scripts/blas_identify.py SWEEP_DIR [SWEEP_DIR ...]
+        [--write tcsim/blas/data/plans_h100.json] [--only INDEX,...]
 
 For each record: the candidate plans its kernel names allow, run on the sampled rows and
 columns; prints the plans that give the GPU's bits exactly, and with --write stores the
@@ -93,13 +93,29 @@ def operands(rec: dict, arrays) -> tuple[Operands, np.ndarray]:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("sweep")
+    p.add_argument("sweep", nargs="+")
     p.add_argument("--write")
     p.add_argument("--only", default="")
     args = p.parse_args()
-    meta, parts = load(Path(args.sweep))
     only = {int(x) for x in args.only.split(",") if x}
-    table, explained, total = [], 0, 0
+    table, explained, total, versions = [], 0, 0, None
+    for sweep in args.sweep:
+        meta, parts = load(Path(sweep))
+        if versions not in (None, meta["versions"]):
+            sys.exit(f"{sweep} was measured with {meta['versions']}, not {versions}")
+        versions = meta["versions"]
+        explained_here, total_here = identify_sweep(meta, parts, only, table)
+        explained, total = explained + explained_here, total + total_here
+    print(f"explained {explained} of {total}", file=sys.stderr)
+    if args.write:
+        with open(args.write, "w") as f:  # one entry a line: diffs stay readable
+            f.write('{"versions": ' + json.dumps(versions) + ',\n "entries": [\n')
+            f.write(",\n".join(json.dumps(e) for e in table))
+            f.write("\n]}\n")
+
+
+def identify_sweep(meta, parts, only, table) -> tuple[int, int]:
+    explained = total = 0
     for rec in meta["records"]:
         if "error" in rec or (only and rec["index"] not in only):
             continue
@@ -107,11 +123,13 @@ def main() -> None:
         call = rec["call"]
         names = [k["name"] for k in rec["kernels"]]
         ops, D = operands(rec, parts[rec["part"]])
+        hint = split_hint(rec["kernels"])
+        if hint and call.get("batch", 1) > 1:  # the grid's z counts the batch first
+            hint = hint // call["batch"] if hint % call["batch"] == 0 else None
         plans = candidates(names, input_type(call), epilogue_kind(call), ops.A.shape[-1],
-                           split_hint(rec["kernels"]))
+                           hint if hint and hint > 1 else None)
         found = search(plans, ops, D, first=True) if plans else []
-        entry = dict(call=call, kernels=[k["name"] for k in rec["kernels"]],
-                     grids=[k["grid"] for k in rec["kernels"]])
+        entry = dict(call=call, kernels=names, grids=[k["grid"] for k in rec["kernels"]])
         if found:
             explained += 1
             entry["plan"] = found[0].to_dict()
@@ -125,10 +143,7 @@ def main() -> None:
             print(rec["index"], call, "UNEXPLAINED", entry["unexplained"], names[0][:80],
                   flush=True)
         table.append(entry)
-    print(f"explained {explained} of {total}", file=sys.stderr)
-    if args.write:
-        json.dump(dict(versions=meta["versions"], entries=table), open(args.write, "w"),
-                  indent=1)
+    return explained, total
 
 
 if __name__ == "__main__":

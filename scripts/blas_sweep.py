@@ -27,8 +27,63 @@ import numpy as np
 SAMPLES = 6  # rows and columns sampled per call
 
 
+def random_shapes(seed: int, count: int, largest: int = 8192, volume: int = 1 << 34,
+                  aligned: float = 0.75) -> list[tuple[int, int, int]]:
+    """Shapes log-uniform in 1..largest, most of them multiples of 8, M*N*K at most volume."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        m, n, k = (int(2 ** rng.uniform(0, np.log2(largest))) for _ in range(3))
+        if rng.random() < aligned:
+            m, n, k = (max(8, -(-x // 8) * 8) for x in (m, n, k))
+        if m * n * k <= volume:
+            out.append((m, n, k))
+    return out
+
+
+def table_shapes(seed: int = 1, scale: int = 1) -> list[dict]:
+    """The plan table's calls: random shapes for every op, dtype, layout and flag."""
+    calls: list[dict] = []
+    shapes = lambda n, **kw: random_shapes(seed + len(calls), n * scale, **kw)  # noqa: E731
+    for dtype in ("float16", "bfloat16"):
+        for m, n, k in shapes(220):
+            calls.append(dict(op="matmul", dtype=dtype, M=m, N=n, K=k))
+        for layout in ("NT", "TN", "TT"):
+            for m, n, k in shapes(25):
+                calls.append(dict(op="matmul", dtype=dtype, M=m, N=n, K=k, layout=layout))
+        for m, n, k in shapes(25, volume=1 << 31):
+            b = int(np.random.default_rng(m * n + k).integers(2, 9))
+            calls.append(dict(op="bmm", dtype=dtype, batch=b, M=m, N=n, K=k))
+        for m, n, k in shapes(25):
+            calls.append(dict(op="addmm", dtype=dtype, M=m, N=n, K=k, beta=1.0, alpha=1.0))
+            calls.append(dict(op="addmm", dtype=dtype, M=m, N=n, K=k, beta=0.75, alpha=1.3))
+            calls.append(dict(op="addmm_bias", dtype=dtype, M=m, N=n, K=k))
+        for m, n, k in shapes(25):
+            calls.append(dict(op="linear", dtype=dtype, M=m, N=n, K=k, bias=True))
+            calls.append(dict(op="linear", dtype=dtype, M=m, N=n, K=k, bias=False))
+        for m, n, k in shapes(15):
+            calls.append(dict(op="matmul", dtype=dtype, M=m, N=n, K=k, reduced=False))
+    for m, n, k in shapes(80, volume=1 << 33):
+        calls.append(dict(op="matmul", dtype="float32", M=m, N=n, K=k, tf32=True))
+    for m, n, k in shapes(60, aligned=1.0):
+        m, n, k = m, -(-n // 16) * 16, -(-k // 16) * 16  # _scaled_mm needs K, N % 16 == 0
+        for fast in (False, True):
+            calls.append(dict(op="scaled_mm", a="e4m3", b="e4m3", out="bfloat16", M=m, N=n,
+                              K=k, fast=fast, scales="tensor"))
+            calls.append(dict(op="scaled_mm", a="e4m3", b="e4m3", out="bfloat16", M=m, N=n,
+                              K=k, fast=fast, scales="row"))
+    for m, n, k in shapes(20, aligned=1.0):
+        n, k = -(-n // 16) * 16, -(-k // 16) * 16
+        for a, b, out in (("e4m3", "e5m2", "float16"), ("e5m2", "e4m3", "float32"),
+                          ("e4m3", "e4m3", "float16"), ("e4m3", "e4m3", "e4m3")):
+            calls.append(dict(op="scaled_mm", a=a, b=b, out=out, M=m, N=n, K=k,
+                              fast=bool(m % 2), scales="tensor"))
+    return calls
+
+
 def shapes() -> list[dict]:
-    """The calls: every op and dtype, tiny to large, skinny, odd, misaligned, batched."""
+    """The first sweep's calls: every op and dtype, tiny to large, skinny, odd, misaligned,
+    batched."""
     calls: list[dict] = []
     square = [16, 64, 128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096]
     odd = [(1000, 1000, 1000), (333, 555, 777), (17, 33, 65), (4095, 4097, 1023),
@@ -104,7 +159,9 @@ def run_call(torch, call, gen):
     """Draw one call's inputs; returns (inputs dict, the call as a function of nothing)."""
     op, M, N, K = call["op"], call["M"], call["N"], call["K"]
     if op == "scaled_mm":
-        a = draw(torch, gen, (M, K), torch.float32) * 8
+        # fp8 outputs saturate: keep most of their sums inside the range.
+        gain = 8 / max(1.0, (K / 64) ** 0.5) if call["out"] in ("e4m3", "e5m2") else 8
+        a = draw(torch, gen, (M, K), torch.float32) * gain
         b = draw(torch, gen, (N, K), torch.float32) * 8
         a, b = a.to(fp8_dtype(torch, call["a"])), b.to(fp8_dtype(torch, call["b"]))
         bt = b.t()  # (K, N), column-major, as _scaled_mm requires
@@ -202,10 +259,13 @@ def main() -> None:
     p.add_argument("out")
     p.add_argument("--only", default="")
     p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--set", choices=("first", "table"), default="first")
+    p.add_argument("--samples", type=int, default=SAMPLES)
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    calls = [c for c in shapes() if json.dumps(c).find(args.only) >= 0 or not args.only]
+    calls = shapes() if args.set == "first" else table_shapes()
+    calls = [c for c in calls if json.dumps(c).find(args.only) >= 0 or not args.only]
     if args.limit:
         calls = calls[:args.limit]
     gen = torch.Generator(device="cuda")
@@ -231,8 +291,8 @@ def main() -> None:
             records.append(rec)
             print(i, call, "ERROR", rec["error"][:200], flush=True)
             continue
-        rows = np.unique(np.linspace(0, call["M"] - 1, SAMPLES).round().astype(int))
-        cols = np.unique(np.linspace(0, call["N"] - 1, SAMPLES).round().astype(int))
+        rows = np.unique(np.linspace(0, call["M"] - 1, args.samples).round().astype(int))
+        cols = np.unique(np.linspace(0, call["N"] - 1, args.samples).round().astype(int))
         rec["rows"], rec["cols"] = rows.tolist(), cols.tolist()
         rec["out_dtype"] = str(d.dtype)
         rec["out_strides"] = list(d.stride())

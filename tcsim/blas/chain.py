@@ -35,8 +35,8 @@ ROWS_PER_BLOCK = 64  # outputs of 64 rows x N advance together: their temporarie
 
 def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None = None,
                progress=None) -> np.ndarray:
-    """The result (M, N) of ``A @ B`` under ``plan``, before the epilogue: f32 values, or int32
-    for the "int" engine.
+    """Each split range's result (ranges, M, N) of ``A @ B`` under ``plan``: f32 values, or
+    int32 for the "int" engine. `reduce` adds them as the kernel does.
 
     ``A`` (M, K) and ``B`` (K, N) are bit patterns of the instruction's input formats (f32 for
     "ffma"; int8 values for "int"). ``init``: f32 values (M, N) the first range's accumulator
@@ -46,26 +46,40 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
     M, K = A.shape
     N = B.shape[1]
     if plan.engine == "int":
-        return _integer(A, B)
+        return _integer(A, B)[None]
     if plan.round_inputs == "tf32":
         A, B = _to_tf32(A), _to_tf32(B)
     step = {"mma": _mma_steps, "wgmma_fp8": _fp8_steps, "ffma": _ffma_steps}[plan.engine]
     ranges = plan.ranges(K)
-    out = np.empty((M, N), np.float32)
+    out = np.empty((len(ranges), M, N), np.float32)
 
     def block(s: int, e: int) -> None:
-        total = None
         for i, (start, end) in enumerate(ranges):
             start_from = None if init is None or i else init[s:e]
-            part = step(plan, A[s:e], B, plan.steps(start, end), start_from)
-            part = _stored(part, plan.partial)
-            total = part if total is None else np.add(total, part, dtype=np.float32)
-        out[s:e] = total
+            out[i, s:e] = step(plan, A[s:e], B, plan.steps(start, end), start_from)
         if progress is not None:
             progress(e - s)
 
     for_each_chunk(M, block, ROWS_PER_BLOCK)
     return out
+
+
+def reduce(plan: Plan, parts: np.ndarray, out_dtype: str, epilogue) -> np.ndarray:
+    """D from the ranges' results: ``epilogue`` (f32 values -> f32 values) and the rounding to
+    ``out_dtype``, with the ranges added as ``plan.reduction`` says."""
+    if plan.engine == "int":
+        return parts.sum(axis=0, dtype=np.int64).astype(np.int32)
+    if plan.reduction == "serial":
+        # The first range runs the epilogue; each later one adds its result to the stored D.
+        total = to_output(epilogue(parts[0]), out_dtype)
+        for part in parts[1:]:
+            total = to_output(np.add(part, total.astype(np.float32), dtype=np.float32),
+                              out_dtype)
+        return total
+    total = _stored(parts[0], plan.partial)
+    for part in parts[1:]:
+        total = np.add(total, _stored(part, plan.partial), dtype=np.float32)
+    return to_output(epilogue(total), out_dtype)
 
 
 def _gather(bits: np.ndarray, steps: list[tuple[int, int]], width: int, axis: int) -> np.ndarray:
@@ -236,5 +250,18 @@ def _stored(part: np.ndarray, partial: str) -> np.ndarray:
     """A range's f32 result as stored for the reduction (f16/bf16 round to nearest even)."""
     if partial == "f32":
         return part
-    fmt = format_named(partial)
-    return fmt.values(fmt.round(part.astype(np.float64), "rn", "ieee"), np.float32)
+    return to_output(part, {"f16": "float16", "bf16": "bfloat16"}[partial]).astype(np.float32)
+
+
+def to_output(values: np.ndarray, dtype_name: str) -> np.ndarray:
+    """f32 values rounded to nearest even into an output dtype (a numpy or ml_dtypes one)."""
+    fmt = format_named(OUTPUT_FORMATS[dtype_name])
+    if fmt.name == "f32":
+        return values.astype(np.float32)
+    # cuBLAS saturates fp8 outputs to the largest finite value (measured: e4m3, 2026-11-25).
+    overflow = "saturate" if fmt.storage_bits == 8 else "ieee"
+    return fmt.from_bits(fmt.round(values.astype(np.float64), "rn", overflow))
+
+
+OUTPUT_FORMATS = {"float16": "f16", "bfloat16": "bf16", "float32": "f32",
+                  "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}

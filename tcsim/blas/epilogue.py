@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa.formats import format_named
-from .chain import fma_f32
-
-OUTPUT_FORMATS = {"float16": "f16", "bfloat16": "bf16", "float32": "f32",
-                  "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+from .chain import fma_f32, to_output
 
 
 def apply(epilogue: str, acc: np.ndarray, out_dtype: str, *, c: np.ndarray | None = None,
@@ -46,14 +42,3 @@ def apply(epilogue: str, acc: np.ndarray, out_dtype: str, *, c: np.ndarray | Non
         else:
             raise ValueError(f"unknown epilogue {epilogue!r}")
         return out if bias is None else np.add(out, bias, dtype=f32)
-
-
-def to_output(values: np.ndarray, dtype_name: str) -> np.ndarray:
-    """f32 values rounded to nearest even into the output dtype (an ml_dtypes or numpy one)."""
-    fmt = format_named(OUTPUT_FORMATS[dtype_name])
-    if fmt.name == "f32":
-        return values.astype(np.float32)
-    # cuBLAS saturates fp8 outputs to the largest finite value (measured: e4m3, 2026-11-25).
-    overflow = "saturate" if fmt.storage_bits == 8 else "ieee"
-    bits = fmt.round(values.astype(np.float64), "rn", overflow)
-    return fmt.from_bits(bits)

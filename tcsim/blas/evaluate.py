@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chain import accumulate
-from .epilogue import apply, to_output
+from .chain import accumulate, reduce, to_output
+from .epilogue import apply
 from .plan import Plan
 
 
@@ -47,13 +47,14 @@ def evaluate(plan: Plan, ops: Operands, progress=None) -> np.ndarray:
     for i in range(A.shape[0]):
         ci = c[i] if c is not None and c.ndim == 3 else c
         init = ci if plan.epilogue == "c_first" else None
-        acc = accumulate(plan, A[i], B[i], init=init, progress=progress)
-        if plan.engine == "int":
-            results.append(acc)
-            continue
-        values = apply(plan.epilogue, acc, ops.out_dtype, c=ci, alpha=ops.alpha, beta=ops.beta,
-                       scale_a=ops.scale_a, scale_b=ops.scale_b, bias=ops.bias)
-        results.append(to_output(values, ops.out_dtype))
+        parts = accumulate(plan, A[i], B[i], init=init, progress=progress)
+
+        def epilogue(acc, ci=ci):
+            return apply(plan.epilogue, acc, ops.out_dtype, c=ci, alpha=ops.alpha,
+                         beta=ops.beta, scale_a=ops.scale_a, scale_b=ops.scale_b,
+                         bias=ops.bias)
+
+        results.append(reduce(plan, parts, ops.out_dtype, epilogue))
     if not results:
         dtype = np.int32 if plan.engine == "int" else to_output(np.zeros(0, np.float32),
                                                                 ops.out_dtype).dtype

@@ -32,26 +32,30 @@ def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
     facts = read(kernel_names, input_type)
     if facts is None:
         return []
-    first = [split_hint] if split_hint else [] if facts.split_k else [1]
-    split_counts = first + [s for s in range(1, MAX_SPLITS + 1) if s not in first]
+    split_counts = sorted(set(range(1, MAX_SPLITS + 1)) | {split_hint or 1})
     plans = []
-    for k_tile, order, splits, ep in itertools.product(
-            facts.k_tiles, facts.orders, split_counts, EPILOGUE_CHOICES[epilogue]):
-        plan = facts.base.with_(k_tile=k_tile, order=order, splits=splits, epilogue=ep)
-        if splits > 1 and len(plan.ranges(K)) < 2 or (
-                splits == 1 and (facts.split_k or split_hint)):
-            continue
-        plans.append(plan)
-    return plans
+    for k_tile, order, splits, reduction, ep in itertools.product(
+            facts.k_tiles, facts.orders, split_counts, facts.reductions,
+            EPILOGUE_CHOICES[epilogue]):
+        plan = facts.base.with_(k_tile=k_tile, order=order, splits=splits, epilogue=ep,
+                                reduction=reduction if splits > 1 else "parallel")
+        if splits == 1 or len(plan.ranges(K)) > 1:  # a split count K allows
+            plans.append(plan)
+    # The likeliest first: the hinted split, then the others; no split last when the launch
+    # says it splits (it may not, at this K).
+    splits_said = bool(facts.split_k or split_hint)
+    return sorted(plans, key=lambda p: (p.splits == 1 and splits_said,
+                                        split_hint is not None and p.splits != split_hint))
 
 
 def search(plans: list[Plan], ops: Operands, D: np.ndarray, first: bool = False) -> list[Plan]:
-    """The plans whose output has exactly the bits of ``D`` (NaN equal to NaN by bits)."""
-    want = _bits(D)
+    """The plans whose output has exactly the bits of ``D`` (NaN equal to NaN by bits), in
+    D's or the engine's shape."""
+    want = _bits(D).ravel()
     found = []
     for plan in plans:
-        got = _bits(evaluate(plan, ops))
-        if got.shape == want.shape and np.array_equal(got, want):
+        got = _bits(evaluate(plan, ops)).ravel()
+        if got.size == want.size and np.array_equal(got, want):
             found.append(plan)
             if first:
                 break
@@ -60,7 +64,7 @@ def search(plans: list[Plan], ops: Operands, D: np.ndarray, first: bool = False)
 
 def mismatches(plan: Plan, ops: Operands, D: np.ndarray) -> int:
     """How many elements of ``D`` the plan gets wrong."""
-    return int(np.count_nonzero(_bits(evaluate(plan, ops)) != _bits(D)))
+    return int(np.count_nonzero(_bits(evaluate(plan, ops)).ravel() != _bits(D).ravel()))
 
 
 def _bits(x: np.ndarray) -> np.ndarray:

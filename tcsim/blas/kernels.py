@@ -33,6 +33,7 @@ class KernelFacts:
     k_tiles: tuple[int, ...]
     split_k: bool  # the name (or a second, reduction kernel) says the launch splits K
     orders: tuple[str, ...]
+    reductions: tuple[str, ...] = ("parallel",)
 
 
 def mma_qualifier(input_type: str, k: int) -> str:
@@ -77,7 +78,9 @@ def read(names: list[str], input_type: str) -> KernelFacts | None:
         base = Plan("mma", mma_qualifier(itype, k), k_tiles[0], split_align=align,
                     order="residue_first", partial=partial,
                     round_inputs="tf32" if itype == "tf32" else None, kernel=gemm)
-        return KernelFacts(base, k_tiles, split, ("residue_first", "in_order"))
+        # A split with no reduction kernel is CUTLASS's serial split-K.
+        serial = ("serial",) if reduce is None else ("parallel",)
+        return KernelFacts(base, k_tiles, split, ("residue_first", "in_order"), serial)
     if "tf32f32" in gemm and (m := _TILESIZE.search(gemm)):
         base = Plan("mma", mma_qualifier("tf32", 8), int(m.group(3)), partial=partial,
                     round_inputs="tf32", kernel=gemm, split_align=4)

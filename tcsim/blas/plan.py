@@ -18,6 +18,10 @@ from ..isa.qualifier import QualifierError
 ENGINES = ("mma", "wgmma_fp8", "ffma", "int")
 ORDERS = ("in_order", "residue_first")
 PARTIALS = ("f32", "f16", "bf16")
+REDUCTIONS = (
+    "parallel",  # each range's result stored as `partial`; the ranges added in order in f32
+    "serial",  # each range adds its f32 result to the D the previous range stored, in turn
+)
 EPILOGUES = (
     "round",  # out = round(acc)
     "add",  # out = round(acc + c), the addition in f32 (bias, or C with alpha = beta = 1)
@@ -44,7 +48,10 @@ class Plan:
     ``instruction``: the PTX qualifier of one step (tcsim's own instruction model runs it).
     ``k_tile``: the K width of the kernel's main-loop tile. ``splits``: how many ranges K is cut
     into (split-K); each range is ``round_up(ceil(K / splits), split_align)`` elements, the
-    last one shorter, and starts from zero. ``order``: "in_order" walks each range from its
+    last one shorter, and starts from zero. ``reduction``: "parallel" (a reduction kernel adds
+    the ranges' partials, stored as ``partial``, in order in f32) or "serial" (CUTLASS 2.x's
+    in-kernel split-K: each range in turn adds its f32 result to the D the previous one stored,
+    rounding to the output type every time). ``order``: "in_order" walks each range from its
     start in steps of the instruction's K (a short last step is padded with zeros);
     "residue_first" takes the range's partial k-tile (its first ``len % k_tile`` elements)
     first, as CUTLASS 2.x kernels do. ``partial``: the type each range's result is stored in
@@ -62,6 +69,7 @@ class Plan:
     split_align: int = 0  # 0: the k-tile
     order: str = "in_order"
     partial: str = "f32"
+    reduction: str = "parallel"
     promotion: int | None = None
     round_inputs: str | None = None
     epilogue: str = "round"
@@ -70,7 +78,7 @@ class Plan:
 
     def __post_init__(self) -> None:
         for name, allowed in (("engine", ENGINES), ("order", ORDERS), ("partial", PARTIALS),
-                              ("epilogue", EPILOGUES)):
+                              ("reduction", REDUCTIONS), ("epilogue", EPILOGUES)):
             if getattr(self, name) not in allowed:
                 raise PlanError(f"Plan.{name} must be one of {', '.join(allowed)}; "
                                 f"got {getattr(self, name)!r}")
@@ -159,9 +167,12 @@ def describe(plan: Plan, K: int | None = None) -> str:
         lines.append("split-K     none: one accumulator from zero over all of K")
     else:
         align = plan.split_align or plan.k_tile
+        how = (f"partials stored as {plan.partial}, added in order in f32"
+               if plan.reduction == "parallel" else
+               "each range in turn adds its f32 result to the D stored before it and "
+               "rounds to the output type (serial split-K)")
         lines.append(f"split-K     {plan.splits} ranges of round_up(ceil(K / {plan.splits}), "
-                     f"{align}) elements, each from zero; partials stored as {plan.partial}, "
-                     f"added in order in f32")
+                     f"{align}) elements, each from zero; {how}")
         if K is not None:
             lines.append("            ranges " + ", ".join(f"[{s}, {e})"
                                                        for s, e in plan.ranges(K)))
