@@ -19,7 +19,6 @@ from importlib import resources
 import ml_dtypes
 import numpy as np
 import pytest
-
 from hw_log import log_hw
 
 pytestmark = pytest.mark.hw
@@ -122,6 +121,9 @@ def _run(call, gen):
     M, N, K = call["M"], call["N"], call["K"]
     mm = torch.backends.cuda.matmul
     mm.allow_tf32 = bool(call.get("tf32"))
+    reduced = call.get("reduced", True)
+    mm.allow_fp16_reduced_precision_reduction = reduced
+    mm.allow_bf16_reduced_precision_reduction = reduced
     if op == "scaled_mm":
         gain = 1.0 / max(1.0, (K / 64) ** 0.5) if call["out"] in FP8 else 1.0
         a = _draw(gen, (M, K), torch.float32, 8 * gain).to(getattr(torch, FP8[call["a"]][0]))
@@ -145,7 +147,8 @@ def _run(call, gen):
         args, kwargs, name = (_np(a), _np(b)), {}, "int_mm"
     else:
         dtype = getattr(torch, call["dtype"])
-        flags = dict(allow_tf32=bool(call.get("tf32")))
+        flags = dict(allow_tf32=bool(call.get("tf32")),
+                     allow_reduced_precision_reduction=reduced)
         layout = call.get("layout", "NN")
         batch = (call["batch"],) if op == "bmm" else ()
         a = _draw(gen, batch + ((K, M) if layout[0] == "T" else (M, K)), dtype)
@@ -207,7 +210,7 @@ def _sample(name, args, D, rows, cols):
 
 @pytest.fixture(scope="module")
 def results():
-    seed = int(time.time() * 1000) % 2**31
+    seed = int(os.environ.get("TCSIM_BLAS_SEED", time.time() * 1000 % 2**31))
     rng = np.random.default_rng(seed)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed)
@@ -226,8 +229,13 @@ def results():
         rec = dict(seed=seed, call=call, kernels=kernels, elements=int(D.size), wrong=wrong,
                    plan_kernel=plan.kernel, plan_splits=plan.splits, source=plan.source)
         if wrong:
-            rows = np.unique(np.linspace(0, D.shape[-2] - 1, 6).round().astype(int))
-            cols = np.unique(np.linspace(0, D.shape[-1] - 1, 6).round().astype(int))
+            # The first wrong elements' rows and columns, and some spread over D (scaled_mm
+            # needs N % 16 == 0: 16 columns there).
+            where = np.argwhere(_bits(mine) != _bits(D))[:3]
+            rec["first_wrong"] = [dict(at=w.tolist(), tcsim=int(_bits(mine)[tuple(w)]),
+                                       gpu=int(_bits(D)[tuple(w)])) for w in where]
+            rows = _pick(where[:, -2], D.shape[-2], 9)
+            cols = _pick(where[:, -1], D.shape[-1], 16 if name == "scaled_mm" else 9)
             sargs, sD = _sample(name, args, D, rows, cols)
             try:
                 found = blas.identify(name, *sargs, D=sD, kernels=kernels, **kwargs)
@@ -237,6 +245,11 @@ def results():
         log_hw(dict(test="blas", **rec))
         out.append(rec)
     return out
+
+
+def _pick(first, n, count):
+    """``first``, then indices spread over 0..n-1, ``count`` in all (repeats allowed)."""
+    return np.r_[first, np.linspace(0, n - 1, count - len(first)).round().astype(int)]
 
 
 def _bits(x):
