@@ -30,7 +30,8 @@ class Kernel:
     program: Callable[..., None]
     tiles: Callable[[GemmParams], tuple[SharedTile, ...]]
     defaults: GemmParams
-    requires: Callable[[GemmParams], None] = lambda p: one_stage_m16n8k8(p)
+    # nothing beyond GemmParams' rules unless the kernel says (a user's kernel need not)
+    requires: Callable[[GemmParams], None] = lambda p: None
     twin: str = ""  # the CUDA kernel this one compiles from, when not its own name
     # The twin's __launch_bounds__ minimum blocks per SM, by accumulator type: the compiler
     # keeps registers to fit that many (too many spills, too few starves the tensor cores).
