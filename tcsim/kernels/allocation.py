@@ -25,9 +25,13 @@ def tiles_end(tiles: Sequence[SharedTile]) -> int:
     return max((t.end for t in tiles), default=0)
 
 
-def block_bytes(tiles: Sequence[SharedTile], counted: int, stated: int | None) -> int:
+def block_bytes(kernel: str, tiles: Sequence[SharedTile], counted: int,
+                stated: int | None) -> int:
     """The block's shared memory: ``stated`` when the kernel states it, else the larger of the
     tiles' end and ``counted`` (GemmParams' count)."""
+    for tile in tiles:
+        if not isinstance(tile, SharedTile):
+            raise TypeError(f"{kernel}: tiles(params) must give SharedTiles, got {tile!r}")
     if stated is not None:
         return stated
     return max(-(-tiles_end(tiles) // ALIGN) * ALIGN, counted)
@@ -41,10 +45,9 @@ def check_tiles(kernel: str, tiles: Sequence[SharedTile], size: int, stated: boo
                 limit: int = SM90_BLOCK_LIMIT, gpu: str = "an H100") -> None:
     """Refuse (ValueError) a tile that starts below 0, two tiles that share bytes, tiles that
     end past the ``size`` bytes the kernel ``stated``, or a block of more than ``limit`` bytes
-    (what one block may have on ``gpu``), naming the tiles and the bytes."""
+    (what one block may have on ``gpu``), naming the tiles and the bytes. (`block_bytes`,
+    which gives ``size``, has checked that they are SharedTiles.)"""
     for tile in tiles:
-        if not isinstance(tile, SharedTile):
-            raise TypeError(f"{kernel}: tiles(params) must give SharedTiles, got {tile!r}")
         if tile.base < 0:
             raise ValueError(f"{kernel}: {describe(tile)} starts before shared memory")
     for a, b in combinations(sorted(tiles, key=lambda t: t.base), 2):

@@ -81,7 +81,7 @@ class Kernel:
         stated = None if self.shared is None else integer(
             self.shared(p), f"{self.name}: shared(params), the block's bytes,", minimum=0,
             type_error=ValueError)
-        return block_bytes(self.tiles(p), p.shared_bytes, stated)
+        return block_bytes(self.name, self.tiles(p), p.shared_bytes, stated)
 
     def issue(self, machine: Machine) -> None:
         """Run the schedule on ``machine`` (an executor or a tracer)."""
