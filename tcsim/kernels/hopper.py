@@ -37,6 +37,7 @@ class HopperInstructions:
 
     tensor_maps: dict[str, TensorMap]  # by operand, set by Kernel.issue
     shared_bytes: int  # the block's shared memory (the Machine's)
+    shared_tiles: tuple = ()  # the kernel's SharedTiles, set by Kernel.issue
 
     def mbarriers(self, name: str, address: int, count: int, arrivals: int) -> Barriers:
         """``mbarrier.init`` of ``count`` barriers from shared byte ``address``, each phase
@@ -47,6 +48,12 @@ class HopperInstructions:
                 f"{self.kernel}: mbarriers {name!r} at {address:#x} (+{end - address} bytes) "
                 f"must be 8-byte aligned inside the block's {self.shared_bytes} bytes",
                 site=name, address=address)
+        for tile in self.shared_tiles:  # a barrier is not data: it may not share a tile's bytes
+            if address < tile.end and tile.base < end:
+                raise SharedAddressError(
+                    f"{self.kernel}: mbarriers {name!r} at bytes {address:,}..{end:,} overlap "
+                    f"tile {tile.operand} at bytes {tile.base:,}..{tile.end:,}",
+                    site=name, address=address)
         barriers = Barriers(name, address, count, arrivals)
         self._mbarrier_init(name, barriers)
         return barriers

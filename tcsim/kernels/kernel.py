@@ -88,7 +88,8 @@ class Kernel:
         machine.allocate_local(self.local_bytes(machine.params))
         machine.tensor_maps = dict(self.tensor_maps(machine.params, machine.M, machine.N,
                                                     machine.K))
-        self.program(machine, machine.params, *self.tiles(machine.params))
+        machine.shared_tiles = tiles = self.tiles(machine.params)
+        self.program(machine, machine.params, *tiles)
 
     def check_epilogue(self, C, alpha, beta) -> None:
         """A kernel that stores A @ B refuses a C, alpha or beta it would ignore."""

@@ -160,3 +160,18 @@ def test_tile_sizes_follow_their_layouts():
     assert (tile.size, tile.end) == (32 * 128 * 2, 256 + 32 * 128 * 2)
     f32 = SharedTile("A", RowMajor(16, 8, pad=4), 0, element_bytes=4)
     assert (f32.size, f32.end) == (16 * 12 * 4, 16 * 12 * 4)
+
+
+def test_mbarriers_over_a_tile_are_refused():
+    from dataclasses import replace
+
+    def program(m, p, A_smem, B_smem):
+        m.mbarriers("full", B_smem.end - 16, 4, arrivals=1)
+
+    kernel = Kernel("barriers", "mbarriers over B's last bytes", program, _tiles(), PARAMS,
+                    shared=lambda p: 12288)
+    with pytest.raises(SharedAddressError, match=r"mbarriers 'full' at bytes 9,712..9,744 "
+                                                 r"overlap tile B at bytes 5,120..9,728"):
+        tcsim.trace(kernel, 64, 64, 32)
+    after = replace(kernel, program=lambda m, p, A, B: m.mbarriers("full", B.end, 4, 1))
+    tcsim.trace(after, 64, 64, 32)
