@@ -106,5 +106,6 @@ def test_a_checkout_or_sdist_holds_what_the_tests_read():
     if not ((root / ".git").exists() or (root / "PKG-INFO").is_file()):
         pytest.skip(f"{TESTS} is neither in a git checkout nor in an unpacked sdist")
     needed = ["README.md", "CHANGELOG.md", "pyproject.toml", "docs/index.md",
-              "docs/evidence/cp_async_study_2026-11-22.jsonl.gz", "scripts", "benchmarks"]
+              "docs/evidence/cp_async_study_2026-11-22.jsonl.gz", "scripts", "benchmarks",
+              "examples/own_kernel.py"]
     assert [name for name in needed if not (root / name).exists()] == []

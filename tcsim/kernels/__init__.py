@@ -31,20 +31,26 @@ HOPPER_KERNELS = {k.name: k for k in (kernel7, kernel8, kernel9, kernel10)}
 
 
 def kernel_named(name: str | Kernel) -> Kernel:
-    """A kernel of the ladder, or a planted-bug variant (tcsim.kernels.planted), by name (a
-    `Kernel` is returned as it is)."""
+    """A kernel of the ladder, or a planted-bug variant (tcsim.kernels.planted), by name; a
+    kernel of your own by ``path/to/file.py:NAME`` or ``package.module:NAME``
+    (`tcsim.kernels.resolve`); a `Kernel` is returned as it is."""
     from .planted import PLANTED
+    from .resolve import is_spec, resolve
 
     if isinstance(name, Kernel):
         return name
     if not isinstance(name, str):
         raise TypeError(f"kernel must be a Kernel such as tcsim.kernel1 or a name such as "
                         f"'kernel1', got {name!r}")
+    if is_spec(name):
+        return resolve(name)
     kernel = (KERNELS.get(name) or HOPPER_KERNELS.get(name) or SEED_KERNELS.get(name)
               or PLANTED.get(name))
     if kernel is None:
-        raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)}, the seeds' "
-                         f"{', '.join(SEED_KERNELS)} and the planted bugs {', '.join(PLANTED)}")
+        raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)}, "
+                         f"{', '.join(HOPPER_KERNELS)}, the seeds' {', '.join(SEED_KERNELS)} and "
+                         f"the planted bugs {', '.join(PLANTED)}; or a kernel of your own as "
+                         f"FILE.py:NAME or package.module:NAME")
     return kernel
 
 

@@ -34,6 +34,16 @@ class SharedTile:
         return self.base + byte_addresses(self.layout.offset(rows, cols), self.element_bytes)
 
     @property
+    def size(self) -> int:
+        """Bytes the tile spans, padding and swizzle included (the layout's capacity)."""
+        return self.layout.capacity * self.element_bytes
+
+    @property
+    def end(self) -> int:
+        """The byte after the tile: where the next tile may start."""
+        return self.base + self.size
+
+    @property
     def swizzle(self) -> Swizzle:
         """The XOR swizzle applied to the row-major offset (Swizzle(0, 0) when none)."""
         return self.layout.swizzle if isinstance(self.layout, Swizzled) else Swizzle(0, 0)

@@ -58,7 +58,9 @@ def occupancy(gpu: Gpu, warps: int, registers: int, registers_source: str,
 def twin_registers(source: str, entry: str, defines: dict[str, int],
                    arch: str) -> int | None:
     """Registers per thread ptxas gives ``entry`` of ``tcsim/hw/<source>``, or None without
-    nvcc."""
+    nvcc or without that source (a user's kernel has no twin there)."""
+    if not (files("tcsim.hw") / source).is_file():
+        return None
     return _ptxas_registers(source, entry, tuple(sorted(defines.items())), arch)
 
 
