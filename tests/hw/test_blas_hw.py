@@ -134,11 +134,12 @@ def _run(call, gen):
         else:
             sa = torch.rand((), generator=gen, device="cuda") + 0.5
             sb = torch.rand((), generator=gen, device="cuda") + 0.5
-        out = getattr(torch, call["out"])
+        out_name = FP8[call["out"]][0] if call["out"] in FP8 else call["out"]
+        out = getattr(torch, out_name)
         fn = lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=out,  # noqa
                                       use_fast_accum=call["fast"])
         args = (_np(a), _np(b.t()), _np(sa), _np(sb))
-        kwargs = dict(out_dtype=call["out"], use_fast_accum=call["fast"])
+        kwargs = dict(out_dtype=out_name, use_fast_accum=call["fast"])
         name = "scaled_mm"
     elif op == "int_mm":
         a = torch.randint(-128, 128, (M, K), generator=gen, device="cuda", dtype=torch.int8)
