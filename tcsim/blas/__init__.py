@@ -116,6 +116,9 @@ def identify(op: str, *args, D: np.ndarray, kernels: list[str] | None = None,
         raise ValueError(f"identify: D has shape {D.shape}, the call gives {call.shape}")
     if kernels is None:
         kernels = [call.plan(gpu)[0].kernel]
+    if isinstance(kernels, str) or not kernels:
+        raise ValueError(f"identify: kernels must be a non-empty list of kernel names, got "
+                         f"{kernels!r}")
     op_name, extras = call.key.cls[0], call.key.cls[5]
     if op_name in ("addmm", "linear") and extras[0] == "bias":
         epilogue = "add"

@@ -294,6 +294,11 @@ def int_mm_call(A, B) -> Call:
     if M <= 16 or K % 8 or N % 8:
         raise ValueError(f"{what}: torch needs M > 16 and K, N multiples of 8, got "
                          f"M={M}, K={K}, N={N}")
+    if K < 128 and M % 32 and N > 24:
+        raise UnsupportedCallError(
+            f"{what}: cuBLAS refuses this shape on the H100 (CUBLAS_STATUS_NOT_SUPPORTED, "
+            f"measured for M 24..136, N 8..136, K 8..136: int8 GEMMs with K < 128 run only "
+            f"when M % 32 == 0 or N <= 24), got M={M}, N={N}, K={K}")
     key = CallKey(("int_mm", "int8", "int32", "NN", True, ()), M, N, K)
     return Call(key, Operands(np.ascontiguousarray(A), np.ascontiguousarray(B), "int32"),
                 (M, N))

@@ -63,8 +63,15 @@ class Table:
     entries: tuple[Entry, ...]
 
     def choose(self, key: CallKey) -> tuple[Plan, str]:
-        """The plan for a call and how it was chosen ("measured" or "nearest ...")."""
+        """The plan for a call and how it was chosen ("measured" or "nearest ...").
+
+        When the table holds no call of the class, an fp8 call takes its nearest among those
+        that differ only in output type (the output type changes the epilogue's last
+        rounding, not the accumulation)."""
         same = [e for e in self.entries if e.key.cls == key.cls]
+        if not same and key.cls[0] == "scaled_mm":
+            relaxed = key.cls[:2] + key.cls[3:]
+            same = [e for e in self.entries if e.key.cls[:2] + e.key.cls[3:] == relaxed]
         if not same:
             raise UnsupportedCallError(
                 f"the {self.gpu} plan table has no measured call like this one "
@@ -78,6 +85,9 @@ class Table:
                 f"of ({best.why})")
         if best.key == key:
             return best.plan, "measured"
+        if best.key.cls != key.cls:
+            return best.plan, (f"nearest measured call {best.key.M}x{best.key.N}x{best.key.K} "
+                               f"with output {best.key.cls[2]}")
         return best.plan, (f"nearest measured call {best.key.M}x{best.key.N}x{best.key.K}"
                            + (f" batch {best.key.batch}" if best.key.batch > 1 else ""))
 

@@ -252,7 +252,7 @@ def results():
             cols = _pick(where[:, -1], D.shape[-1], 16 if name == "scaled_mm" else 9)
             sargs, sD = _sample(name, args, D, rows, cols)
             try:
-                found = blas.identify(name, *sargs, D=sD, kernels=kernels, **kwargs)
+                found = blas.identify(name, *sargs, D=sD, kernels=kernels or None, **kwargs)
             except blas.UnsupportedCallError as e:
                 found, rec["identify_error"] = [], str(e)
             rec["explained_by"] = [p.to_dict() for p in found[:1]]
