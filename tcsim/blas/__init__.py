@@ -21,6 +21,7 @@ import numpy as np
 from . import calls as _calls
 from .identify import candidates as _candidates
 from .identify import search as _search
+from .kernels import split_hint as _split_hint
 from .plan import Plan, PlanError, describe
 from .table import UnsupportedCallError, table
 
@@ -103,12 +104,15 @@ def plan(op: str, *args, gpu: str = "H100", **kwargs) -> Plan:
 
 
 def identify(op: str, *args, D: np.ndarray, kernels: list[str] | None = None,
-             gpu: str = "H100", **kwargs) -> list[Plan]:
+             grid: tuple[int, int, int] | None = None, gpu: str = "H100",
+             **kwargs) -> list[Plan]:
     """The plans under which ``op(*args, **kwargs)`` gives exactly ``D`` (a GPU's output).
 
     ``kernels``: the kernel names the profiler showed for the call (the GEMM first, then any
-    split-K reduction); without them, the kernel of the table's plan is assumed. Every split
-    count up to 16, k order and epilogue order the kernel allows is tried.
+    split-K reduction); without them, the kernel of the table's plan is assumed. ``grid``: the
+    GEMM kernel's launch grid, whose y (nvjet) or z (CUTLASS) suggests the split count. Every
+    split count up to 16 and the suggested one, and every k order and epilogue order the
+    kernel allows, is tried.
     """
     call = _call(op, args, kwargs)
     D = np.asarray(D)
@@ -124,7 +128,13 @@ def identify(op: str, *args, D: np.ndarray, kernels: list[str] | None = None,
         epilogue = "add"
     else:
         epilogue = {"addmm": "alpha_beta", "scaled_mm": "scale"}.get(op_name, "round")
-    plans = _candidates(list(kernels), _input_type(call), epilogue, call.key.K)
+    hint = None
+    if grid is not None:
+        hint = _split_hint([dict(name=kernels[0], grid=list(grid))])
+        if hint and call.key.batch > 1:  # a batched launch counts the batch in z first
+            hint = hint // call.key.batch if hint % call.key.batch == 0 else None
+    plans = _candidates(list(kernels), _input_type(call), epilogue, call.key.K,
+                        hint if hint and hint > 1 else None)
     if not plans:
         raise UnsupportedCallError(f"identify: tcsim has no model of {kernels[0][:80]}")
     return _search(plans, call.ops, D)

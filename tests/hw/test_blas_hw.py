@@ -86,7 +86,7 @@ def _held_out_calls(rng, count, known):
             call = dict(op="scaled_mm", a=a, b=b, out=out, M=m, N=n, K=k,
                         fast=bool(rng.random() < 0.5), scales="row" if row else "tensor")
         else:
-            call = dict(op="int_mm", M=max(m, 24), N=n, K=k)
+            call = dict(op="int_mm", M=max(m, 24), N=-(-n // 8) * 8, K=-(-k // 8) * 8)
         if json.dumps(call, sort_keys=True) not in known:
             calls.append(dict(call, held_out=True))
     return calls
@@ -178,16 +178,17 @@ def _run(call, gen):
         fn()
         torch.cuda.synchronize()
     except RuntimeError as e:  # cuBLAS refuses some shapes torch lets through
-        return str(e).splitlines()[0], name, args, kwargs, []
+        return str(e).splitlines()[0], name, args, kwargs, ([], None)
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         d = fn()
         torch.cuda.synchronize()
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
-        kernels = [e["name"] for e in json.load(open(f.name))["traceEvents"]
-                   if e.get("cat") == "kernel"]
-    return _np(d), name, args, kwargs, kernels
+        events = [e for e in json.load(open(f.name))["traceEvents"] if e.get("cat") == "kernel"]
+    kernels = [e["name"] for e in events]
+    grid = events[0].get("args", {}).get("grid") if events else None
+    return _np(d), name, args, kwargs, (kernels, grid)
 
 
 def _sample(name, args, D, rows, cols):
@@ -222,7 +223,7 @@ def results():
     calls = _table_calls(rng, TABLE_CALLS) + _held_out_calls(rng, HELD_OUT_CALLS, known)
     out = []
     for call in calls:
-        D, name, args, kwargs, kernels = _run(call, gen)
+        D, name, args, kwargs, (kernels, grid) = _run(call, gen)
         fn = getattr(blas, name)
         if isinstance(D, str):  # torch refused: tcsim must refuse too
             try:
@@ -234,14 +235,15 @@ def results():
             log_hw(dict(test="blas", **rec))
             out.append(rec)
             continue
-        plan = blas.plan(name, *args, **kwargs)
         try:
+            plan = blas.plan(name, *args, **kwargs)
             mine = fn(*args, **kwargs)
             wrong = int(np.count_nonzero(_bits(mine) != _bits(D)))
+            chosen = dict(plan_kernel=plan.kernel, plan_splits=plan.splits, source=plan.source)
         except blas.UnsupportedCallError as e:
-            wrong, mine = None, str(e)
-        rec = dict(seed=seed, call=call, kernels=kernels, elements=int(D.size), wrong=wrong,
-                   plan_kernel=plan.kernel, plan_splits=plan.splits, source=plan.source)
+            wrong, chosen = None, dict(unsupported=str(e))
+        rec = dict(seed=seed, call=call, kernels=kernels, grid=grid, elements=int(D.size),
+                   wrong=wrong, **chosen)
         if wrong:
             # The first wrong elements' rows and columns, and some spread over D (scaled_mm
             # needs N % 16 == 0: 16 columns there).
@@ -252,13 +254,29 @@ def results():
             cols = _pick(where[:, -1], D.shape[-1], 16 if name == "scaled_mm" else 9)
             sargs, sD = _sample(name, args, D, rows, cols)
             try:
-                found = blas.identify(name, *sargs, D=sD, kernels=kernels or None, **kwargs)
+                found = blas.identify(name, *sargs, D=sD, kernels=kernels or None, grid=grid,
+                                      **kwargs)
             except blas.UnsupportedCallError as e:
                 found, rec["identify_error"] = [], str(e)
             rec["explained_by"] = [p.to_dict() for p in found[:1]]
+            _dump(rec, args, D)
         log_hw(dict(test="blas", **rec))
         out.append(rec)
     return out
+
+
+def _dump(rec, args, D):
+    """Keep a wrong call's inputs and output for study (TCSIM_BLAS_DUMP, a folder; at most 8
+    files of 12 MB)."""
+    folder = os.environ.get("TCSIM_BLAS_DUMP")
+    arrays = {f"arg{i}": _bits(a) for i, a in enumerate(args) if a is not None}
+    arrays["D"] = _bits(D)
+    if not folder or sum(a.nbytes for a in arrays.values()) > 12 << 20:
+        return
+    os.makedirs(folder, exist_ok=True)
+    if len(os.listdir(folder)) < 8:
+        path = os.path.join(folder, f"wrong_{len(os.listdir(folder))}.npz")
+        np.savez_compressed(path, call=json.dumps(rec["call"]), **arrays)
 
 
 def _pick(first, n, count):
