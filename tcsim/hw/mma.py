@@ -8,7 +8,7 @@ from ..isa.fragments import mma_fragment
 from ..isa.qualifier import parse
 from . import runtime
 
-PROBES = "probes.cu"
+PROBES = "mma_probes.cu"
 
 
 def mma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from functools import cache, lru_cache
 from importlib.resources import files
+from pathlib import Path
 
 
 class HardwareUnavailable(RuntimeError):
@@ -71,9 +72,35 @@ def require_arch(arch: str) -> None:
         raise HardwareUnavailable(f"this kernel needs an {arch} GPU; this one is sm_{have}")
 
 
+def source_text(name: str) -> str:
+    """The text of the CUDA source ``name``: generated (`tcsim.hw.generate`) or a hand-written
+    file of the package."""
+    from . import generate
+
+    if name in generate.generators():
+        return generate.text(name)
+    return (Path(str(files("tcsim.hw"))) / name).read_text()
+
+
+def source_path(name: str) -> Path:
+    """A file on disk holding the CUDA source ``name`` (a generated one is written first)."""
+    from . import generate
+
+    if name in generate.generators():
+        return generate.path(name)
+    return Path(str(files("tcsim.hw"))) / name
+
+
+def include_dirs() -> tuple[Path, ...]:
+    """Where a source's quoted includes are found: the package's headers, the generated ones."""
+    from . import generate
+
+    return Path(str(files("tcsim.hw"))), generate.header_directory()
+
+
 def module(filename: str, defines: dict[str, int] | None = None, arch: str | None = None):
-    """The CUDA source ``tcsim/hw/<filename>`` compiled for the present GPU, with ``-D`` defines;
-    ``arch`` overrides the target (``"sm_90a"`` for wgmma)."""
+    """The CUDA source ``filename`` (see `source_text`) compiled for the present GPU, with
+    ``-D`` defines; ``arch`` overrides the target (``"sm_90a"`` for wgmma)."""
     return _module(filename, tuple(sorted((defines or {}).items())), arch)
 
 
@@ -82,23 +109,24 @@ def _module(filename: str, defines: tuple[tuple[str, int], ...], target: str | N
     require()
     import cupy
 
-    here = files("tcsim.hw")
     # CuPy's on-disk kernel cache keys on the source text and options, not on the headers it
     # includes: without their digest in the text, an edited or upgraded header would run the
     # binary compiled from the old one (it did, in an exploration on the H100).
-    source = f"// tcsim headers {_headers_digest()}\n" + (here / filename).read_text()
+    source = f"// tcsim headers {_headers_digest()}\n" + source_text(filename)
     arch = f"--gpu-architecture={target or 'sm_' + compute_capability()}"
-    options = ("--std=c++17", arch, f"-I{here}", *(f"-D{k}={v}" for k, v in defines))
+    options = ("--std=c++17", arch, *(f"-I{d}" for d in include_dirs()),
+               *(f"-D{k}={v}" for k, v in defines))
     return cupy.RawModule(code=source, options=options)
 
 
 @cache
 def _headers_digest() -> str:
-    """SHA-256 of every header in tcsim/hw (names and contents)."""
+    """SHA-256 of every header on the include path (names and contents)."""
     digest = hashlib.sha256()
-    for path in sorted(files("tcsim.hw").iterdir(), key=lambda p: p.name):
-        if path.name.endswith((".cuh", ".h")):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for folder in include_dirs():
+        for path in sorted(folder.iterdir(), key=lambda p: p.name):
+            if path.name.endswith((".cuh", ".h")):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
