@@ -1,5 +1,5 @@
-"""`Kernel`: one rung of the ladder (or a seed's kernel), its schedule, default tiles and the
-name of its CUDA twin."""
+"""`Kernel`: one rung of the ladder (or a seed's kernel), its schedule, default tiles and what
+its CUDA twin needs (the schedule the twin calls, its defines and its launch)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ class Kernel:
 
     ``program(machine, params, A_smem, B_smem)`` issues the kernel's instructions on the
     shared-memory tiles that ``tiles(params)`` gives (none for a kernel without shared
-    tiles: then ``program(machine, params)``); ``source`` is the CUDA twin in
-    ``tcsim/hw``; ``requires`` checks what this
-    kernel asks of the tile sizes beyond `GemmParams`' own rules.
+    tiles: then ``program(machine, params)``); ``source`` names its CUDA twin, which `tcsim.hw`
+    writes from ``twin_schedule`` or, for a seed's kernel, keeps hand-written; ``requires``
+    checks what this kernel asks of the tile sizes beyond `GemmParams`' own rules.
     """
 
     name: str
@@ -48,6 +48,9 @@ class Kernel:
     # The tensor maps the twin takes after the ladder's parameters, for (params, M, N, K):
     # (operand, TensorMap) pairs, encoded by the host (tcsim.hw.tma) in this order.
     tensor_maps: Callable[[GemmParams, int, int, int], tuple] = lambda p, M, N, K: ()
+    # The CUDA schedule the twin calls (a template in gemm.cuh, or hopper.cuh for sm_90a),
+    # from which tcsim.hw writes the twin; "" for a hand-written twin (the seeds').
+    twin_schedule: str = ""
 
     @property
     def entry(self) -> str:

@@ -196,10 +196,10 @@ def test_an_out_of_range_global_load_names_the_element():
 
 @pytest.mark.parametrize("name", [*KERNELS, *HOPPER_KERNELS])
 def test_each_twin_is_written_from_its_kernels_parameters(name):
-    from tcsim.hw.twins import twin_source
+    from tcsim.hw.gemm import twin_source
 
     kernel = kernel_named(name)
-    source = twin_source(name)
+    source = twin_source(kernel)
     defaults = {k: int(v) for k, v in re.findall(r"#define (\w+) (-?\d+)", source)}
     assert defaults == kernel.defines(kernel.defaults)
 
