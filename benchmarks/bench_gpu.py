@@ -34,7 +34,8 @@ import numpy as np
 
 import tcsim
 from tcsim.hw import runtime
-from tcsim.hw.gemm import device_launch, launcher
+from tcsim.hw.gemm import device_launch
+from tcsim.hw.launch import launcher
 
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 2048),
           (2048, 8192, 4096)]
@@ -98,7 +99,7 @@ def mma_ceilings(runs: int) -> dict[str, float]:
     result = {}
     for shape, k in (("m16n8k8", 8), ("m16n8k16", 16)):
         for acc in ("f32", "f16"):
-            fn = runtime.kernel_function("mma_peak.cu", f"mma_peak_{shape}_{acc}")
+            fn = runtime.function("mma_peak.cu", f"mma_peak_{shape}_{acc}")
             seconds = median_seconds(
                 partial(_peak, fn, (blocks,), (32 * warps,), (out, np.int32(iterations))), runs)
             flops = blocks * warps * iterations * chains * 2 * 16 * 8 * k
@@ -120,7 +121,7 @@ def wgmma_ceilings(runs: int) -> dict[str, float]:
     warpgroups, iterations, shared = 2, 4096, 40 * 1024
     result = {}
     for acc in ("f32", "f16"):
-        fn = runtime.kernel_function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, shared,
+        fn = runtime.function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, shared,
                                      "sm_90a")
         seconds = median_seconds(lambda i, fn=fn: fn((blocks,), (128 * warpgroups,),
                                                      (out, np.int32(iterations),

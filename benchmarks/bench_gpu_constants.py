@@ -113,7 +113,7 @@ def entry(value: float, unit: str, method: str) -> Entry:
 def kernel(name: str):
     from tcsim.hw import runtime
 
-    return runtime.kernel_function(SOURCE, name)
+    return runtime.function(SOURCE, name)
 
 
 def records(blocks: int):
@@ -573,7 +573,7 @@ def wgmma_throughput(ctx: Context) -> Constants:
     rec = records(blocks)
     out: Constants = {}
     for acc in ("f32", "f16"):
-        fn = runtime.kernel_function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, WGMMA_SHARED,
+        fn = runtime.function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, WGMMA_SHARED,
                                      "sm_90a")
         sink = cupy.zeros(1, cupy.uint32)
 
@@ -612,20 +612,20 @@ def tma_reader(rows: int = TMA_MATRIX[0], cols: int = TMA_MATRIX[1], height: int
     shared memory its ring needs (at most TMA_RING's 192 KiB)."""
     import cupy
 
-    from tcsim.hw import runtime, tma
+    from tcsim.hw import tma
+    from tcsim.hw.launch import Launch, launcher
     from tcsim.memory.tma import TensorMap
 
-    ring = TMA_RING[0] * TMA_RING[1] * TMA_BOX_BYTES
     matrix = cupy.zeros(rows * cols, cupy.uint16)
     encoded = tma.encode(TensorMap(rows, cols, 2, height, 64, "128B"), matrix.data.ptr)
-    fn = runtime.kernel_function("tma_bench.cu", "tma_read", None, ring + 1024, "sm_90a")
 
     def make(blocks: int, s: int, b: int, share: int, rec) -> Callable[[int], Callable[[], None]]:
         shared = s * b * height * 128 + 1024
 
         def at(iters: int, matrix=matrix) -> Callable[[], None]:  # the map's memory lives on
-            return lambda: tma.launch(fn, (blocks,), (32,), [
-                encoded, iters, s, b, height, rows // height, cols // 64, share, rec], shared)
+            return launcher(Launch("tma_bench.cu", "tma_read", (blocks,), (32,), [
+                encoded, iters, s, b, height, rows // height, cols // 64, share, rec],
+                shared_bytes=shared, arch="sm_90a"))
         return at
 
     return make
@@ -701,7 +701,8 @@ def tma_gemm_feed(ctx: Context) -> Constants:
     from bench_gpu import interleaved_medians  # this folder's: a spin kernel ahead of each launch
 
     import tcsim
-    from tcsim.hw.gemm import device_launch, launcher
+    from tcsim.hw.gemm import device_launch
+    from tcsim.hw.launch import launcher
 
     kernel = tcsim.kernels.kernel_named("kernel8")
     p = kernel.params(accumulate="f16")

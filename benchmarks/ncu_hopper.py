@@ -39,7 +39,8 @@ def child(shapes: list[tuple[int, int, int]]) -> None:
     import numpy as np
 
     import tcsim
-    from tcsim.hw.gemm import device_launch, launcher
+    from tcsim.hw.gemm import device_launch
+    from tcsim.hw.launch import launcher
 
     rng = np.random.default_rng(0)
     for M, N, K in shapes:

@@ -31,7 +31,8 @@ from bench_gpu import (  # noqa: E402
 )
 
 import tcsim  # noqa: E402
-from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
+from tcsim.hw.gemm import device_launch  # noqa: E402
+from tcsim.hw.launch import launcher  # noqa: E402
 
 VARIANTS = {  # label -> (extra defines on kernel8's twin, persistent blocks or None: 132)
     "kernel8": ({}, None),

@@ -35,7 +35,8 @@ from bench_gpu import (  # noqa: E402
 )
 
 import tcsim  # noqa: E402
-from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
+from tcsim.hw.gemm import device_launch  # noqa: E402
+from tcsim.hw.launch import launcher  # noqa: E402
 from tcsim.kernels.tma_epilogue import tensor_maps as epilogue_maps  # noqa: E402
 
 VARIANTS = {  # label -> extra defines on kernel8's twin

@@ -19,7 +19,8 @@ import time
 
 import numpy as np
 
-from tcsim.hw.profile import Launch, find_ncu, profile
+from tcsim.hw.launch import Launch
+from tcsim.hw.profile import find_ncu, profile
 from tcsim.hw.smem_probes import SMEM_BYTES, probe_launch
 
 GLOBAL_BYTES = 1024 * 1024

@@ -19,7 +19,7 @@ from tcsim.memory import MatrixDescriptor
 WINDOW = 5 * warpgroup.ALIGN  # where the emulated probe's window starts
 
 
-def emulate(launch: warpgroup.Launch) -> np.ndarray:
+def emulate(launch: warpgroup.Batch) -> np.ndarray:
     """D's registers of one launch, as the probe kernel computes them on the modeled H100."""
     spec = parse_wgmma(launch.key[0])
     plan, n = launch.plan, launch.c.shape[0]
@@ -92,14 +92,14 @@ def test_a_wrong_descriptor_would_be_caught(emulated, rng, monkeypatch):
     args = (spec.format("a").from_bits(A), spec.format("b").from_bits(B),
             fc.to_registers(fc.gather_bits(C)))
     right = emulated.wgmma_regs(q, *args)
-    real = warpgroup._launches
+    real = warpgroup._batches
 
     def flipped(*a, **k):
         for launch in real(*a, **k):
-            yield warpgroup.Launch(launch.key, launch.plan, launch.mode | 1 << 4, launch.tiles,
+            yield warpgroup.Batch(launch.key, launch.plan, launch.mode | 1 << 4, launch.tiles,
                                    launch.a, launch.c, launch.d_registers)
 
-    monkeypatch.setattr(warpgroup, "_launches", flipped)
+    monkeypatch.setattr(warpgroup, "_batches", flipped)
     assert not np.array_equal(emulated.wgmma_regs(q, *args), right)
 
 

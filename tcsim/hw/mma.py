@@ -7,6 +7,7 @@ import numpy as np
 from ..isa.fragments import mma_fragment
 from ..isa.qualifier import parse
 from . import runtime
+from .launch import launch, per_warp
 
 PROBES = "mma_probes.cu"
 
@@ -34,9 +35,8 @@ def mma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.
     }
     d = cupy.empty((count, 32 * frags["d"].registers), cupy.uint32)
     if count:
-        runtime.launch_per_warp(
-            PROBES, spec.kernel_name, count, dev["a"], dev["b"], dev["c"], d, np.int32(count)
-        )
+        launch(per_warp(PROBES, spec.kernel_name, count,
+                        [dev["a"], dev["b"], dev["c"], d, np.int32(count)]))
     return cupy.asnumpy(d).reshape(batch + (32, frags["d"].registers))
 
 

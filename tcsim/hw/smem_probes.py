@@ -15,7 +15,8 @@ import numpy as np
 
 from ..memory.access import parse_instruction
 from ..trace import LDGSTS_CONFLICTS, LDGSTS_WAVEFRONTS
-from .profile import Launch
+from .launch import Launch
+from .ptx import operands
 
 SMEM_BYTES = 48 * 1024
 # cp.async.ca: l1tex__data_pipe_lsu_wavefronts_mem_shared also counts 1 wavefront of the probe
@@ -62,9 +63,6 @@ def kernel_name(spelling: str) -> str:
     return "probe_smem_" + spelling.replace(".", "_")
 
 
-def _regs(first: int, count: int) -> str:
-    return "{" + ", ".join(f"%{first + i}" for i in range(count)) + "}"
-
 
 def _body(spelling: str) -> tuple[str, str]:
     """(inline PTX statement, guard) for one spelling."""
@@ -96,20 +94,20 @@ def _body(spelling: str) -> tuple[str, str]:
             n = words
             if inst.kind == "ld":
                 outs = ", ".join(f'"=r"(v[{i}])' for i in range(n))
-                dst = _regs(0, n) if n > 1 else "%0"
+                dst = operands(0, n) if n > 1 else "%0"
                 stmt = (f"uint32_t v[{n}]; "
                         f"asm volatile(\"{ptx} {dst}, [%{n}];\" : {outs} : \"r\"(s)); "
                         f"for (int i = 0; i < {n}; ++i) out[lane * 4 + i] = v[i];")
             else:
                 ins = ", ".join(f'"r"(v[{i}])' for i in range(n))
-                srcs = _regs(1, n) if n > 1 else "%1"
+                srcs = operands(1, n) if n > 1 else "%1"
                 stmt = (f"uint32_t v[{n}]; for (int i = 0; i < {n}; ++i) v[i] = lane * 4 + i + 1; "
                         f"asm volatile(\"{ptx} [%0], {srcs};\" :: \"r\"(s), {ins} : \"memory\");")
         return f"if (a >= 0) {{ {stmt} }}", ""
     if inst.kind == "ldmatrix":
         n = inst.matrices
         outs = ", ".join(f'"=r"(v[{i}])' for i in range(n))
-        stmt = (f"uint32_t v[{n}]; asm volatile(\"{ptx} {_regs(0, n)}, [%{n}];\" : {outs} "
+        stmt = (f"uint32_t v[{n}]; asm volatile(\"{ptx} {operands(0, n)}, [%{n}];\" : {outs} "
                 f": \"r\"(s)); for (int i = 0; i < {n}; ++i) out[lane * 4 + i] = v[i];")
         return stmt, ""
     if inst.kind == "stmatrix":
@@ -117,7 +115,7 @@ def _body(spelling: str) -> tuple[str, str]:
         ins = ", ".join(f'"r"(v[{i}])' for i in range(n))
         stmt = (f"uint32_t v[{n}]; "
                 f"for (int i = 0; i < {n}; ++i) v[i] = src[SMEM_BYTES / 4 + lane * 4 + i]; "
-                f"asm volatile(\"{ptx} [%0], {_regs(1, n)};\" :: \"r\"(s), {ins} : \"memory\");")
+                f"asm volatile(\"{ptx} [%0], {operands(1, n)};\" :: \"r\"(s), {ins} : \"memory\");")
         return stmt, "900"  # stmatrix needs sm_90
     # cp.async: the copy size is the last part of tcsim's spelling, an operand in PTX.
     size = inst.bytes_per_address

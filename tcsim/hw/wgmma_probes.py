@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ..isa.wgmma.fragments import wgmma_fragment
 from ..isa.wgmma.spec import WgmmaSpec, parse_wgmma
+from .ptx import operands
 
 # Ns of the probes CI compiles: the smallest and largest, the common tile
 # widths and two odd ones. The hardware test generates the probes of every other N.
@@ -117,9 +118,6 @@ def _variants(spec: WgmmaSpec, a_source: str) -> list[tuple[int, int, int, int]]
     return out
 
 
-def _operands(first: int, count: int) -> str:
-    return "{" + ", ".join(f"%{first + i}" for i in range(count)) + "}"
-
 
 def _wrap(items: list[str], indent: str, width: int = 96) -> str:
     lines, line = [], indent
@@ -140,11 +138,11 @@ def _asm(spec: WgmmaSpec, a_source: str, immediates: list[str]) -> tuple[str, li
     f32 = spec.d_type == "f32"
     rs = a_source == "registers"
     a_count = wgmma_fragment(spec, "a").registers if rs else 0
-    a_ops = _operands(nd, a_count) if rs else f"%{nd}"
+    a_ops = operands(nd, a_count) if rs else f"%{nd}"
     b_op = nd + max(a_count, 1)
     scale = b_op + 1
     imms = "".join(f", %{scale + 1 + i}" for i in range(len(immediates)))
-    ptx = (f"wgmma.mma_async.sync.aligned.{spec.qualifier} {_operands(0, nd)}, {a_ops}, "
+    ptx = (f"wgmma.mma_async.sync.aligned.{spec.qualifier} {operands(0, nd)}, {a_ops}, "
            f"%{b_op}, p{imms};")
     outs = [f'"+{"f" if f32 else "r"}"(d[{i}])' for i in range(nd)]
     ins = ([f'"r"(a[{i}])' for i in range(a_count)] if rs else ['"l"(a)']) + \
@@ -238,11 +236,8 @@ def probe_kernel(qualifier: str, a_source: str) -> str:
 
 
 def probe_source() -> str:
-    """The whole file: the header, then each probe under ``#if`` so that defining
-    ``TCSIM_WGMMA_PROBE`` as a probe's index compiles that probe alone."""
-    return _HEADER + "".join(
-        f"\n#if !defined(TCSIM_WGMMA_PROBE) || TCSIM_WGMMA_PROBE == {i}  // {q} A from {a}\n"
-        + probe_kernel(q, a) + "#endif\n" for i, (q, a) in enumerate(PROBES))
+    """The whole file (CI compiles it): the header, then each probe of `PROBES`."""
+    return _HEADER + "".join(f"\n// {q}, A from {a}\n" + probe_kernel(q, a) for q, a in PROBES)
 
 
 # The instructions the GEMM twins issue (tcsim/hw/kernel7.cu): f16 inputs, A K-major, B

@@ -32,6 +32,7 @@ from ..isa.wmma.spec import (
     store_cases,
     supported_wmma_qualifiers,
 )
+from .ptx import operands
 
 SHARED_WORDS = 4096  # 16 KB of shared memory: the largest matrix with its padding fits
 
@@ -74,9 +75,6 @@ def mma_kernel_name(spec: WmmaSpec) -> str:
     return "wmma_mma_" + spec.qualifier.removeprefix("wmma.").replace(".", "_")
 
 
-def _operands(first: int, count: int) -> str:
-    return "{" + ", ".join(f"%{first + i}" for i in range(count)) + "}"
-
 
 def _constraints(kind: str, name: str, count: int) -> str:
     return ", ".join(f'"{kind}"({name}[{i}])' for i in range(count))
@@ -85,7 +83,7 @@ def _constraints(kind: str, name: str, count: int) -> str:
 def load_kernel(shape: str, operand: str, type_: str, layout: str, space: str) -> str:
     n = fragment_registers(shape, operand, type_)
     name = load_kernel_name(shape, operand, type_, layout, space)
-    ptx = f"{memory_ptx(shape, operand, type_, layout, space)} {_operands(0, n)}, [%{n}], %{n + 1};"
+    ptx = f"{memory_ptx(shape, operand, type_, layout, space)} {operands(0, n)}, [%{n}], %{n + 1};"
     if space == "shared":
         stage = ["    __shared__ u32 tile[TCSIM_SHARED_WORDS];",
                  "    for (int i = threadIdx.x; i < words; i += 32) tile[i] = src[i];",
@@ -110,7 +108,7 @@ def load_kernel(shape: str, operand: str, type_: str, layout: str, space: str) -
 def store_kernel(shape: str, type_: str, layout: str, space: str) -> str:
     n = fragment_registers(shape, "d", type_)
     name = store_kernel_name(shape, type_, layout, space)
-    ptx = f"{memory_ptx(shape, 'd', type_, layout, space)} [%0], {_operands(1, n)}, %{n + 1};"
+    ptx = f"{memory_ptx(shape, 'd', type_, layout, space)} [%0], {operands(1, n)}, %{n + 1};"
     lines = [
         f'extern "C" __global__ void {name}(const u32* __restrict__ regs, '
         "u32* __restrict__ dst, int stride, int words)",
@@ -153,11 +151,11 @@ def counter_kernel(shape: str, operand: str, type_: str, layout: str, space: str
     ptx = memory_ptx(shape, operand, type_, layout, space)
     if operand == "d":
         lines += [f"    for (int i = 0; i < {n}; ++i) r[i] = threadIdx.x * {n} + i;",
-                  f'    asm volatile("{ptx} [%0], {_operands(1, n)}, %{n + 1};"',
+                  f'    asm volatile("{ptx} [%0], {operands(1, n)}, %{n + 1};"',
                   f'                 :: "l"(address), {_constraints("r", "r", n)}, "r"(stride)',
                   '                 : "memory");']
     else:
-        lines += [f'    asm volatile("{ptx} {_operands(0, n)}, [%{n}], %{n + 1};"',
+        lines += [f'    asm volatile("{ptx} {operands(0, n)}, [%{n}], %{n + 1};"',
                   f"                 : {_constraints('=r', 'r', n)}",
                   '                 : "l"(address), "r"(stride) : "memory");',
                   f"    for (int i = 0; i < {n}; ++i) regs[threadIdx.x * {n} + i] = r[i];"]
@@ -179,8 +177,8 @@ def mma_kernel(qualifier: str) -> str:
     spec = parse_wmma(qualifier)
     na, nb, nc, nd = (spec.registers(op) for op in "abcd")
     name = mma_kernel_name(spec)
-    ptx = (f"{spec.ptx} {_operands(0, nd)}, {_operands(nd, na)}, {_operands(nd + na, nb)}, "
-           f"{_operands(nd + na + nb, nc)};")
+    ptx = (f"{spec.ptx} {operands(0, nd)}, {operands(nd, na)}, {operands(nd + na, nb)}, "
+           f"{operands(nd + na + nb, nc)};")
     ins = ", ".join(x for x in (_constraints("r", "a", na), _constraints("r", "b", nb),
                                 _constraints("r", "c", nc)))
     return "\n".join([

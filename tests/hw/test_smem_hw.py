@@ -66,7 +66,7 @@ def test_ldmatrix_and_stmatrix_move_the_mapped_elements(spelling, rng):
 
     src = rng.integers(0, 1 << 32, SRC_WORDS, dtype=np.uint64).astype(np.uint32)
     rows = [int(r) * 16 for r in rng.permutation(SMEM_BYTES // 16 - 8)[:32]]
-    fn = runtime.module("smem_probes.cu").get_function(kernel_name(spelling))
+    fn = runtime.function("smem_probes.cu", kernel_name(spelling))
     args = [cupy.asarray(x) for x in (np.array(rows, np.int32), np.zeros(128, np.uint32), src,
                                       np.zeros(SMEM_BYTES // 4, np.uint32))]
     fn((1,), (32,), (*args, np.int32(3)))

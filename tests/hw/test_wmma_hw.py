@@ -93,7 +93,8 @@ def _counter_strides(shape, operand, type_, layout):
 
 
 def test_load_and_store_counters_match_nsight_compute(hw, rng):
-    from tcsim.hw.profile import Launch, profile
+    from tcsim.hw.launch import Launch
+    from tcsim.hw.profile import profile
     from tcsim.hw.wmma_probes import counter_cases, counter_kernel_name
     from tcsim.isa.wmma.spec import fragment_registers
 
