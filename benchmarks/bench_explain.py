@@ -71,9 +71,9 @@ def measure(path: str, runs: int, kernels: list[str] | None = None) -> None:
     import cupy
     from bench_gpu import median_seconds  # this folder's: timing as the speed table does
 
-    from tcsim.hw.gemm import device_launch, twin_launch
+    from tcsim.hw.kernels import device_launch, twin_launch
     from tcsim.hw.launch import launcher
-    from tcsim.hw.profile import profile
+    from tcsim.hw.ncu import profile
 
     rng = np.random.default_rng(0)
     rows, launches = [], []

@@ -30,7 +30,7 @@ import numpy as np
 from bench_gpu import _kernel, parse_shapes, references, variant_parser
 
 import tcsim
-from tcsim.hw.gemm import device_launch
+from tcsim.hw.kernels import device_launch
 from tcsim.hw.launch import launcher
 
 # nvmlClocksEventReasons bits (nvml.h), the ones a loaded GPU shows

@@ -14,8 +14,8 @@ import numpy as np
 from bench_explain import _inputs, _params  # this folder's: the inputs its table measures
 
 import tcsim
-from tcsim.hw.gemm import twin_launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 
 cases = [("kernel1", "f16"), ("kernel5", "f16"), ("kernel5", "f32"), ("kernel6", "f16"),
          ("kernel10", "f16"), ("kernel7", "f16"), ("wmma_basic", None), ("wmma_shared", None)]

@@ -17,8 +17,8 @@ import sys
 import numpy as np
 from bench_gpu_constants import tma_copies  # this folder's: kernel8's copies alone
 
-from tcsim.hw.gemm import twin_launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 
 METRICS = (
     "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second",

@@ -14,8 +14,8 @@ import json
 import numpy as np
 
 import tcsim
-from tcsim.hw.gemm import twin_launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 
 KEY = {
     "launch__registers_per_thread": "registers",

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 
 import tcsim
-from tcsim.hw.gemm import twin_launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 from tcsim.trace import METRICS
 
 out = sys.argv[1]

@@ -63,7 +63,7 @@ def test_every_quoted_include_is_installed_beside_its_source():
 
 def test_every_cuda_source_the_package_compiles_is_installed_or_generated():
     from tcsim.hw.generate import GENERATED
-    from tcsim.hw.mma import PROBES
+    from tcsim.hw.isa.mma import PROBES
     from tcsim.hw.runtime import source_text
     from tcsim.kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS, kernel_named
 
@@ -93,7 +93,7 @@ def test_every_file_git_tracks_under_tcsim_is_installed():
                              capture_output=True, text=True, check=True).stdout.split("\0")
     tracked = [name for name in tracked if name]
     data = [name for name in tracked if not name.endswith(".py")]
-    assert "tcsim/hw/gemm.cuh" in data
+    assert "tcsim/hw/kernels/gemm.cuh" in data
     missing = [name for name in tracked
                if (repo / name).is_file() and not (PACKAGE.parent / name).is_file()]
     assert not missing, f"tracked in {repo} but not installed in {PACKAGE}: {missing}"

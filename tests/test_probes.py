@@ -1,7 +1,7 @@
 """The generated mma.sync probe source holds a probe kernel for every qualifier."""
 
 import tcsim
-from tcsim.hw.probes import probe_source
+from tcsim.hw.isa.mma_probes import probe_source
 
 
 def test_every_qualifier_has_a_probe_kernel():

@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from tcsim.hw.warpgroup import ALIGN, staging
-from tcsim.hw.wgmma_probes import PROBES, _variants, probe_source
+from tcsim.hw.isa.wgmma import ALIGN, staging
+from tcsim.hw.isa.wgmma_probes import PROBES, _variants, probe_source
 from tcsim.isa.wgmma import parse_wgmma, supported_wgmma_qualifiers
 from tcsim.memory import MatrixDescriptor
 

@@ -24,12 +24,12 @@ from pathlib import Path
 
 # file name -> (module, function of no arguments that returns the file's text)
 GENERATED: dict[str, tuple[str, str]] = {
-    "mma_probes.cu": ("tcsim.hw.probes", "probe_source"),
-    "wmma_probes.cu": ("tcsim.hw.wmma_probes", "probe_source"),
-    "wmma_counters.cu": ("tcsim.hw.wmma_probes", "counter_source"),
-    "wgmma_probes.cu": ("tcsim.hw.wgmma_probes", "probe_source"),
-    "wgmma_issue.cuh": ("tcsim.hw.wgmma_probes", "issue_header"),
-    "smem_probes.cu": ("tcsim.hw.smem_probes", "probe_source"),
+    "mma_probes.cu": ("tcsim.hw.isa.mma_probes", "probe_source"),
+    "wmma_probes.cu": ("tcsim.hw.isa.wmma_probes", "probe_source"),
+    "wmma_counters.cu": ("tcsim.hw.isa.wmma_probes", "counter_source"),
+    "wgmma_probes.cu": ("tcsim.hw.isa.wgmma_probes", "probe_source"),
+    "wgmma_issue.cuh": ("tcsim.hw.isa.wgmma_probes", "issue_header"),
+    "smem_probes.cu": ("tcsim.hw.memory.smem_probes", "probe_source"),
 }
 # Headers that hand-written sources include: on disk before anything compiles.
 HEADERS = tuple(name for name in GENERATED if name.endswith(".cuh"))
@@ -40,7 +40,7 @@ def generators() -> dict[str, Callable[[], str]]:
     included, one per kernel written from its `Kernel`)."""
     out = {name: getattr(import_module(module), function)
            for name, (module, function) in GENERATED.items()}
-    from .gemm import twin_sources
+    from .kernels.twin import twin_sources
 
     out.update(twin_sources())
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import runtime
-from .tma import EncodedMap, check, driver, encode
+from .memory.tma import EncodedMap, check, driver, encode
 
 
 @dataclass

@@ -102,7 +102,7 @@ class MmaSpec(OperandTypes):
 
     @property
     def kernel_name(self) -> str:
-        """Name of this instruction's probe kernel in tcsim/hw/probes.cu."""
+        """Name of this instruction's probe kernel in mma_probes.cu (tcsim/hw/isa/mma_probes.py)."""
         return "probe_mma_" + self.qualifier.replace(".", "_")
 
 

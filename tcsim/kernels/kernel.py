@@ -46,7 +46,7 @@ class Kernel:
     # The GPU architecture the twin needs beyond the device's own ("sm_90a": wgmma and TMA).
     arch: str = ""
     # The tensor maps the twin takes after the ladder's parameters, for (params, M, N, K):
-    # (operand, TensorMap) pairs, encoded by the host (tcsim.hw.tma) in this order.
+    # (operand, TensorMap) pairs, encoded by the host (tcsim.hw.memory.tma) in this order.
     tensor_maps: Callable[[GemmParams, int, int, int], tuple] = lambda p, M, N, K: ()
     # The CUDA schedule the twin calls (a template in gemm.cuh, or hopper.cuh for sm_90a),
     # from which tcsim.hw writes the twin; "" for a hand-written twin (the seeds').

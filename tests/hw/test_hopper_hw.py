@@ -12,8 +12,8 @@ from hw_log import log_hw
 import tcsim
 from tcsim import hw
 from tcsim.hw import runtime
-from tcsim.hw.gemm import twin_launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 from tcsim.kernels import HOPPER_KERNELS
 from tcsim.trace import HOPPER_METRICS, METRICS
 

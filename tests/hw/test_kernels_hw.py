@@ -13,8 +13,8 @@ from gemm_inputs import beta_zero_on_gpu, gemm_inputs
 
 import tcsim
 from tcsim import hw
-from tcsim.hw.gemm import twin_launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 from tcsim.kernels import KERNELS
 from tcsim.trace import ASYNC_METRICS, METRICS, SHARED_LD_INST
 

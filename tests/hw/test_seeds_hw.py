@@ -11,8 +11,8 @@ from hw_log import log_hw
 
 import tcsim
 from tcsim import hw
-from tcsim.hw.gemm import twin_launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 from tcsim.kernels import SEED_KERNELS
 from tcsim.trace import ASYNC_METRICS, LOCAL_METRICS, METRICS, SHARED_LD_INST
 

@@ -12,8 +12,8 @@ import pytest
 from smem_patterns import patterns
 
 from tcsim.hw import runtime
-from tcsim.hw.profile import SHARED_METRICS, profile
-from tcsim.hw.smem_probes import SMEM_BYTES, kernel_name, measured, probe_launch
+from tcsim.hw.memory.smem_probes import SMEM_BYTES, kernel_name, measured, probe_launch
+from tcsim.hw.ncu import SHARED_METRICS, profile
 from tcsim.memory import SharedMemory, access
 from tcsim.memory.access import parse_instruction
 from tcsim.trace import LDGSTS_CONFLICTS, LDGSTS_WAVEFRONTS

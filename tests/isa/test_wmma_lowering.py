@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sass import ToolkitMissing, kernel_opcodes
 
-from tcsim.hw.wmma_probes import counter_cases, counter_kernel_name
+from tcsim.hw.isa.wmma_probes import counter_cases, counter_kernel_name
 from tcsim.isa.wmma.lowering import element_offsets, lower, sass
 from tcsim.isa.wmma.spec import case_qualifier, parse_wmma
 

@@ -86,7 +86,7 @@ class WgmmaSpec(OperandTypes):
         return 1
 
     def kernel_name(self, a_source: str = "smem") -> str:
-        """Name of this instruction's probe kernel in tcsim/hw/wgmma_probes.cu: A from shared
+        """Name of this instruction's probe kernel in wgmma_probes.cu (tcsim/hw/isa): A from shared
         memory (``"smem"``, the SS form) or from registers (``"registers"``, RS)."""
         form = {"smem": "ss", "registers": "rs"}[a_source]
         return "probe_wgmma_" + self.qualifier.replace(".", "_") + "_" + form

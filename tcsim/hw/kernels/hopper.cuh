@@ -75,7 +75,7 @@ typedef uint32_t acc_t;  // f16x2
 #endif
 
 // A CUtensorMap (cuda.h): 128 opaque bytes, 64-byte aligned, built on the host by
-// cuTensorMapEncodeTiled (tcsim/hw/tma.py) and passed as a __grid_constant__ parameter.
+// cuTensorMapEncodeTiled (tcsim/hw/memory/tma.py) and passed as a __grid_constant__ parameter.
 struct __align__(64) TensorMap {
   unsigned long long opaque[16];
 };

@@ -4,7 +4,7 @@ Counters come from a separate process run under ``ncu`` (``--clock-control none`
 must allow profiling) that runs each `tcsim.hw.launch.Launch` once.
 `profile` returns one ``{metric: value}`` dict per launch, in order.
 
-    python -m tcsim.hw.profile LAUNCHES.pkl    # the child side: launch everything once
+    python -m tcsim.hw.ncu LAUNCHES.pkl    # the child side: launch everything once
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def profile(launches: list[Launch], metrics=SHARED_METRICS,
             pickle.dump(launches, f)
         cmd = [find_ncu(), "--clock-control", "none", "--csv", "--print-units", "base",
                "--metrics", ",".join(metrics), *extra_args,
-               sys.executable, "-m", "tcsim.hw.profile", path]
+               sys.executable, "-m", "tcsim.hw.ncu", path]
         run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"ncu failed ({run.returncode}):\n{run.stdout[-3000:]}\n"

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa.wmma.spec import fragment_registers, matrix_dims, parse_wmma
-from . import runtime
-from .launch import Launch, launch, per_warp
+from ...isa.wmma.spec import fragment_registers, matrix_dims, parse_wmma
+from .. import runtime
+from ..launch import Launch, launch, per_warp
 from .wmma_probes import load_kernel_name, mma_kernel_name, store_kernel_name
 
 PROBE_FILE = "wmma_probes.cu"

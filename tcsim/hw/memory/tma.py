@@ -11,8 +11,8 @@ from __future__ import annotations
 import ctypes
 from functools import cache
 
-from ..memory.tma import TensorMap
-from . import runtime
+from ...memory.tma import TensorMap
+from .. import runtime
 
 # CUtensorMapDataType by element size (unsigned integers: TMA moves bits, it converts nothing)
 _DATA_TYPE = {1: 0, 2: 1, 4: 2, 8: 4}  # UINT8, UINT16, UINT32, UINT64

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa.fragments import mma_fragment
-from ..isa.qualifier import parse
-from . import runtime
-from .launch import launch, per_warp
+from ...isa.fragments import mma_fragment
+from ...isa.qualifier import parse
+from .. import runtime
+from ..launch import launch, per_warp
 
 PROBES = "mma_probes.cu"
 

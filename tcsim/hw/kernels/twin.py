@@ -15,16 +15,16 @@ from functools import partial
 
 import numpy as np
 
-from . import runtime
-from .launch import Launch, launch
+from .. import runtime
+from ..launch import Launch, launch
 
 
 def twin_launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
                 alpha: float = 1.0, beta: float = 0.0, label: str = "", **params) -> Launch:
     """One launch of ``kernel``'s twin on host matrices (checked as `tcsim.run` checks them),
     as `tcsim.hw.launch.launch` runs it and `tcsim.hw.profile` counts it."""
-    from ..kernels import kernel_named
-    from ..kernels.executor import check_operands
+    from ...kernels import kernel_named
+    from ...kernels.executor import check_operands
 
     kernel = kernel_named(kernel)
     p = kernel.params(**params)
@@ -61,7 +61,7 @@ def twin_source(kernel) -> str:
     """The CUDA text of ``kernel``'s twin (a generated source, `tcsim.hw.generate`): its default
     constants (`Kernel.defines`, so that nvcc without ``-D`` compiles the default tiles, as CI
     does) and a kernel that calls ``kernel.twin_schedule``."""
-    from ..kernels import kernel_named
+    from ...kernels import kernel_named
 
     kernel = kernel_named(kernel)
     if not kernel.twin_schedule:
@@ -91,7 +91,7 @@ def twin_source(kernel) -> str:
 def twin_sources() -> dict:
     """``<entry>.cu`` -> the function that writes its text, for every registered kernel whose
     twin is generated (a planted bug compiles its correct kernel's twin with a macro)."""
-    from ..kernels import HOPPER_KERNELS, KERNELS
+    from ...kernels import HOPPER_KERNELS, KERNELS
 
     return {k.source: partial(twin_source, k) for k in (*KERNELS.values(),
                                                         *HOPPER_KERNELS.values())

@@ -21,11 +21,11 @@ from functools import cache
 
 import numpy as np
 
-from ..isa.wgmma import check_options, parse_wgmma, wgmma_fragment
-from ..isa.wgmma.spec import WgmmaSpec
-from ..memory.descriptors import DescriptorTile, SwizzleMode, canonical_tile
-from . import runtime
-from .launch import Launch, launch
+from ...isa.wgmma import check_options, parse_wgmma, wgmma_fragment
+from ...isa.wgmma.spec import WgmmaSpec
+from ...memory.descriptors import DescriptorTile, SwizzleMode, canonical_tile
+from .. import runtime
+from ..launch import Launch, launch
 from .wgmma_probes import _HEADER, probe_kernel
 
 ARCH = "sm_90a"

@@ -1,0 +1,7 @@
+"""The kernels' CUDA twins, as in `tcsim.kernels`: ``twin`` writes a ladder kernel's twin from
+its `Kernel` and runs any twin; the headers the twins share (``gemm.cuh``, ``hopper.cuh``,
+``gemm_common.cuh``) and the seeds' hand-written twins sit beside it."""
+
+from .twin import device_launch, run, twin_launch, twin_source
+
+__all__ = ["device_launch", "run", "twin_launch", "twin_source"]
