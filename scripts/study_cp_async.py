@@ -21,7 +21,8 @@ import time
 import numpy as np
 
 from tcsim.hw.launch import Launch
-from tcsim.hw.memory.smem_probes import SMEM_BYTES, probe_launch
+from tcsim.hw.memory.smem import probe_launch
+from tcsim.hw.memory.smem_probes import SMEM_BYTES
 from tcsim.hw.ncu import find_ncu, profile
 
 GLOBAL_BYTES = 1024 * 1024

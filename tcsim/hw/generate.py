@@ -40,7 +40,7 @@ def generators() -> dict[str, Callable[[], str]]:
     included, one per kernel written from its `Kernel`)."""
     out = {name: getattr(import_module(module), function)
            for name, (module, function) in GENERATED.items()}
-    from .kernels.twin import twin_sources
+    from .kernels.sources import twin_sources
 
     out.update(twin_sources())
     return out

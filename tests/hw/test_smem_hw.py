@@ -12,7 +12,8 @@ import pytest
 from smem_patterns import patterns
 
 from tcsim.hw import runtime
-from tcsim.hw.memory.smem_probes import SMEM_BYTES, kernel_name, measured, probe_launch
+from tcsim.hw.memory.smem import measured, probe_launch
+from tcsim.hw.memory.smem_probes import SMEM_BYTES, kernel_name
 from tcsim.hw.ncu import SHARED_METRICS, profile
 from tcsim.memory import SharedMemory, access
 from tcsim.memory.access import parse_instruction

@@ -196,7 +196,7 @@ def test_an_out_of_range_global_load_names_the_element():
 
 @pytest.mark.parametrize("name", [*KERNELS, *HOPPER_KERNELS])
 def test_each_twin_is_written_from_its_kernels_parameters(name):
-    from tcsim.hw.kernels import twin_source
+    from tcsim.hw.kernels.sources import twin_source
 
     kernel = kernel_named(name)
     source = twin_source(kernel)

@@ -1,27 +1,20 @@
 """Probe kernels for shared-memory instructions: one warp, one instruction, per-lane addresses.
 
-`probe_source()` writes ``smem_probes.cu`` (`tcsim.hw.generate`; CI compiles it). Each kernel
-``probe_smem_<spelling>`` takes ``(addr, out, src, dump, mode)``: lane l uses byte address
-``addr[l]`` of a 48 KB shared buffer (a negative address leaves the lane out, except for
-ldmatrix/stmatrix, where every lane executes). cp.async probes take 64 entries: lane l copies
-from global byte ``SMEM_BYTES + addr[32 + l]`` of ``src``. ``mode`` bit 0 first fills shared
-memory from ``src``; bit 1 copies it to ``dump`` afterwards. Counter runs use mode 0, so the
-instruction under test is the only shared-memory access.
+`probe_source()` writes ``smem_probes.cu`` (`tcsim.hw.generate`; CI compiles it;
+`tcsim.hw.memory.smem` launches it). Each kernel ``probe_smem_<spelling>`` takes ``(addr, out,
+src, dump, mode)``: lane l uses byte address ``addr[l]`` of a 48 KB shared buffer (a negative
+address leaves the lane out, except for ldmatrix/stmatrix, where every lane executes). cp.async
+probes take 64 entries: lane l copies from global byte ``SMEM_BYTES + addr[32 + l]`` of ``src``.
+``mode`` bit 0 first fills shared memory from ``src``; bit 1 copies it to ``dump`` afterwards.
+Counter runs use mode 0, so the instruction under test is the only shared-memory access.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...memory.access import parse_instruction
-from ...trace import LDGSTS_CONFLICTS, LDGSTS_WAVEFRONTS
 from ..isa.ptx import operands
-from ..launch import Launch
 
 SMEM_BYTES = 48 * 1024
-# cp.async.ca: l1tex__data_pipe_lsu_wavefronts_mem_shared also counts 1 wavefront of the probe
-# with no copy executed and 3 more once a copy executes (docs/bank-conflicts.md).
-CA_OTHER_WAVEFRONTS = 4
 
 LD_ST_TYPES = ("u8", "u16", "b32", "b64", "v2.b32", "v4.b32", "v2.b64")
 SPELLINGS = (
@@ -125,29 +118,6 @@ def _body(spelling: str) -> tuple[str, str]:
             f"asm volatile(\"{ptx} [%0], [%1], {size};\" :: \"r\"(s), \"l\"(g) : \"memory\"); }} "
             "asm volatile(\"cp.async.wait_all;\" ::: \"memory\");")
     return stmt, ""
-
-
-def probe_launch(spelling: str, shared, src: np.ndarray, sources=None, mode: int = 0,
-                 label: str = "") -> Launch:
-    """One warp running one probe: lane l at shared ``shared[l]`` (None: left out), copying
-    (cp.async) from global ``SMEM_BYTES + sources[l]`` of ``src``."""
-    addresses = [-1 if a is None else int(a) for a in shared]
-    sources = [0] * 32 if sources is None else [int(g) for g in sources]
-    return Launch("smem_probes.cu", kernel_name(spelling), (1,), (32,),
-                  [np.array(addresses + sources, np.int32), np.zeros(32 * 4, np.uint32), src,
-                   np.zeros(SMEM_BYTES // 4, np.uint32), mode], label)
-
-
-def measured(spelling: str, counters: dict) -> tuple[float, float]:
-    """(wavefronts, conflicts) of a probe from the Nsight Compute counters that see it."""
-    if spelling.startswith("cp.async.cg"):  # only the SASS-level bypass counters see it
-        return counters[LDGSTS_WAVEFRONTS], counters[LDGSTS_CONFLICTS]
-    if spelling.startswith("cp.async"):
-        return (counters["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] - CA_OTHER_WAVEFRONTS,
-                counters["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"])
-    side = "st" if parse_instruction(spelling).is_store else "ld"
-    return (counters[f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{side}.sum"],
-            counters[f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{side}.sum"])
 
 
 def probe_kernel(spelling: str) -> str:
