@@ -1,14 +1,14 @@
 """The generated mma.sync probe source holds a probe kernel for every qualifier."""
 
 import tcsim
-from tcsim.hw.isa.mma_probes import probe_source
+from tcsim.hw.isa.mma_probes import probe_name, probe_source
 
 
 def test_every_qualifier_has_a_probe_kernel():
     source = probe_source()
     for q in tcsim.supported_qualifiers():
         spec = tcsim.parse(q)
-        assert f"void {spec.kernel_name}(" in source
+        assert f"void {probe_name(spec)}(" in source
         assert f'"mma.sync.aligned.{q} ' in source
 
 

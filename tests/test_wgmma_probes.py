@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tcsim.hw.isa.wgmma import ALIGN, staging
-from tcsim.hw.isa.wgmma_probes import PROBES, _variants, probe_source
+from tcsim.hw.isa.wgmma_probes import PROBES, _variants, probe_name, probe_source
 from tcsim.isa.wgmma import parse_wgmma, supported_wgmma_qualifiers
 from tcsim.memory import MatrixDescriptor
 
@@ -20,7 +20,7 @@ def test_every_probe_is_in_the_source():
     for q, a_source in PROBES:
         spec = parse_wgmma(q)
         assert f"// {q}, A from {a_source}\n" in SOURCE
-        assert f"void __launch_bounds__(128) {spec.kernel_name(a_source)}(" in SOURCE
+        assert f"void __launch_bounds__(128) {probe_name(spec, a_source)}(" in SOURCE
         assert f'"wgmma.mma_async.sync.aligned.{q} ' in SOURCE
     assert SOURCE.count("defined(__CUDA_ARCH_FEAT_SM90_ALL)") == 1
 
@@ -41,7 +41,7 @@ def test_probes_cover_each_family_type_pair_and_n():
     ("m64n8k16", "m64n256k16.f16", "m64n24k8", "m64n200k32", "m64n208k32"))])
 def test_switch_holds_exactly_the_legal_immediates(qualifier, a_source):
     spec = parse_wgmma(qualifier)
-    name = spec.kernel_name(a_source)
+    name = probe_name(spec, a_source)
     body = SOURCE[SOURCE.index(f"void __launch_bounds__(128) {name}("):]
     body = body[:body.index("default:")]
     cases = sorted(int(c) for c in re.findall(r"case (\d+):", body))

@@ -8,6 +8,7 @@ from ...isa.fragments import mma_fragment
 from ...isa.qualifier import parse
 from .. import runtime
 from ..launch import launch, per_warp
+from .mma_probes import probe_name
 
 PROBES = "mma_probes.cu"
 
@@ -35,7 +36,7 @@ def mma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.
     }
     d = cupy.empty((count, 32 * frags["d"].registers), cupy.uint32)
     if count:
-        launch(per_warp(PROBES, spec.kernel_name, count,
+        launch(per_warp(PROBES, probe_name(spec), count,
                         [dev["a"], dev["b"], dev["c"], d, np.int32(count)]))
     return cupy.asnumpy(d).reshape(batch + (32, frags["d"].registers))
 

@@ -9,7 +9,7 @@ its operand registers lane by lane from ``a[w][lane][i]`` (and likewise b, c) an
 from __future__ import annotations
 
 from ...isa.fragments import mma_fragment
-from ...isa.qualifier import supported_qualifiers
+from ...isa.qualifier import MmaSpec, supported_qualifiers
 from .ptx import operands
 
 _HEADER = """\
@@ -25,6 +25,11 @@ typedef unsigned int uint32_t;
     const long long slot = (long long)warp * 32 + lane;
 """
 
+
+
+def probe_name(spec: MmaSpec) -> str:
+    """The CUDA name of ``spec``'s probe kernel."""
+    return "probe_mma_" + spec.qualifier.replace(".", "_")
 
 
 def probe_kernel(qualifier: str) -> str:
@@ -50,7 +55,7 @@ def probe_kernel(qualifier: str) -> str:
                 '    asm volatile("trap;");',
                 f"    for (int i = 0; i < {nd}; ++i) d[i] = a[0] ^ b[0] ^ c[0];", "#endif"]
     lines = [
-        f'extern "C" __global__ void {spec.kernel_name}(',
+        f'extern "C" __global__ void {probe_name(spec)}(',
         "    const uint32_t* __restrict__ ga, const uint32_t* __restrict__ gb,",
         "    const uint32_t* __restrict__ gc, uint32_t* __restrict__ gd, int count)",
         "{",

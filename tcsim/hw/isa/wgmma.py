@@ -26,7 +26,7 @@ from ...isa.wgmma.spec import WgmmaSpec
 from ...memory.descriptors import DescriptorTile, SwizzleMode, canonical_tile
 from .. import runtime
 from ..launch import Launch, launch
-from .wgmma_probes import _HEADER, probe_kernel
+from .wgmma_probes import _HEADER, probe_kernel, probe_name
 
 ARCH = "sm_90a"
 ALIGN = 1024  # the probe aligns its shared-memory window to the 128B swizzle's repeat
@@ -112,7 +112,7 @@ def probe_source(key: tuple[str, str]) -> str:
 
 def _compile(key: tuple[str, str]) -> None:
     """Compile the probe kernel of (qualifier, A source) for sm_90a (once per process)."""
-    runtime.function(probe_source(key), parse_wgmma(key[0]).kernel_name(key[1]), arch=ARCH)
+    runtime.function(probe_source(key), probe_name(parse_wgmma(key[0]), key[1]), arch=ARCH)
     _compiled.add(key)
 
 
@@ -193,7 +193,7 @@ def _run(batch: Batch) -> np.ndarray:
     ga = batch.a if batch.a is not None else np.zeros(1, np.uint32)
     gd = cupy.empty((count, 128, batch.d_registers), cupy.uint32)
     plan = batch.plan
-    launch(Launch(probe_source(batch.key), parse_wgmma(batch.key[0]).kernel_name(batch.key[1]),
+    launch(Launch(probe_source(batch.key), probe_name(parse_wgmma(batch.key[0]), batch.key[1]),
                   (count,), (128,),
                   [batch.tiles, plan.chunk_offsets, np.int32(plan.chunk_offsets.size),
                    np.uint64(plan.desc_a), np.uint64(plan.desc_b), ga, batch.c, gd,

@@ -105,6 +105,13 @@ __device__ __forceinline__ u32 tcsim_wgmma_stage(const uint4* __restrict__ tiles
 """
 
 
+def probe_name(spec: WgmmaSpec, a_source: str = "smem") -> str:
+    """The CUDA name of ``spec``'s probe kernel with A from shared memory (``"smem"``, the SS
+    form) or from registers (``"registers"``, RS)."""
+    form = {"smem": "ss", "registers": "rs"}[a_source]
+    return "probe_wgmma_" + spec.qualifier.replace(".", "_") + "_" + form
+
+
 def _variants(spec: WgmmaSpec, a_source: str) -> list[tuple[int, int, int, int]]:
     """(negate A, negate B, transpose A, transpose B) the instruction allows."""
     out = []
@@ -177,7 +184,7 @@ def _asm_function(head: list[str], scale: int, ptx: list[str], outs, ins) -> lis
 def probe_kernel(qualifier: str, a_source: str) -> str:
     """The CUDA source of one probe kernel (and its templated wgmma call)."""
     spec = parse_wgmma(qualifier)
-    name = spec.kernel_name(a_source)
+    name = probe_name(spec, a_source)
     nd = wgmma_fragment(spec, "d").registers
     f32 = spec.d_type == "f32"
     reg_t = "float" if f32 else "u32"
