@@ -9,7 +9,7 @@ hand-written sources ``#include`` (``wgmma_issue.cuh``) into `directory()` befor
 
 `directory()` is ``$TCSIM_CUDA_DIR`` when set, else ``tcsim/cuda`` under the user's cache
 directory (``$XDG_CACHE_HOME`` or ``~/.cache``): an installed wheel's package directory may not
-be writable.
+be writable. Files are rewritten only when their text changed, atomically.
 """
 
 from __future__ import annotations
@@ -85,9 +85,15 @@ def write(where: str | Path | None = None, names=None) -> list[Path]:
 
 @cache
 def header_directory() -> Path:
-    """`directory()` with the generated headers written: the ``-I`` the compilers take."""
-    write(names=HEADERS)
-    return directory()
+    """`directory()` with the generated headers written: the ``-I`` the compilers take (a
+    folder under the temporary directory where the cache directory cannot be written)."""
+    try:
+        write(names=HEADERS)
+        return directory()
+    except OSError:
+        fallback = Path(tempfile.gettempdir()) / f"tcsim-cuda-{os.getuid()}"
+        write(fallback, HEADERS)
+        return fallback
 
 
 def path(name: str) -> Path:
