@@ -1,7 +1,7 @@
 """wgmma.mma_async on the GPU (sm_90a), with the signatures of `tcsim.wgmma` and
 `tcsim.wgmma_regs`, plus where the operands sit in shared memory.
 
-One warpgroup runs one instruction (tcsim/hw/wgmma_probes.py says how). The host lays A (for
+One warpgroup runs one instruction (tcsim/hw/isa/wgmma_probes.py says how). The host lays A (for
 A from shared memory) and B out as `tcsim.memory.canonical_tile` does, K-major or, with a
 transpose, MN-major, under the chosen swizzle; the probe copies the tiles' 16-byte chunks to
 those offsets and issues the wgmma with the tiles' descriptors. Registers go through the

@@ -3,7 +3,7 @@
 `probe_source()` writes the CUDA source of a probe kernel for every (qualifier, A source) in
 `PROBES`, ``wgmma_probes.cu`` (`tcsim.hw.generate`; CI compiles it with nvcc for sm_90a, and for
 sm_80 and sm_90, where the guard below leaves a trap). `probe_kernel` writes the probe of any
-qualifier, which `tcsim.hw.warpgroup` compiles on demand: the hardware test runs all 528
+qualifier, which `tcsim.hw.isa.wgmma` compiles on demand: the hardware test runs all 528
 qualifiers with A from shared memory and from registers.
 
 Each block is one warpgroup running one instruction:

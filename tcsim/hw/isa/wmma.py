@@ -1,5 +1,5 @@
 """The WMMA instructions on the GPU: fragment maps read off the hardware, and wmma.mma on raw
-registers (the probes of `tcsim.hw.wmma_probes`).
+registers (the probes of `tcsim.hw.isa.wmma_probes`).
 
 A load probe reads a matrix whose element (r, c) holds the bit pattern ``64 r + c + 1`` (in
 16-bit or 32-bit elements, laid out row- or column-major with the given stride), so each
