@@ -8,7 +8,7 @@ in f32. The work is batched over whole blocks of rows (every output of a block a
 step at a time), and blocks run on the instruction engine's thread pool; nothing loops per
 instruction or element in Python.
 
-The f16/bf16/tf32 steps run on the mma.sync engine itself (`tcsim.isa.mma`), with the block
+The f16/bf16/tf32 steps run on the mma.sync engine itself (`tcsim.isa.engine`), with the block
 of outputs as one wide instruction: a step is the same fused addition whatever the output
 shape, so the bits are the instruction model's by construction. When the optional compiled
 engine (`tcsim.blas.compiled`, numba) is installed it takes these steps instead; a property
@@ -22,8 +22,8 @@ from dataclasses import replace
 import numpy as np
 
 from ..isa.adder import WorkPlan, fused_step
+from ..isa.engine import Engine, for_each_chunk
 from ..isa.formats import F32, FloatFormat, format_named
-from ..isa.mma import _Engine, for_each_chunk
 from ..isa.profiles import profile
 from ..isa.qualifier import parse
 from ..isa.wgmma.numerics import numerics as wgmma_numerics
@@ -100,7 +100,7 @@ def _gather(bits: np.ndarray, steps: list[tuple[int, int]], width: int, axis: in
 
 
 class _Wide:
-    """An instruction spec widened to a block of ``m`` x ``n`` outputs (what `_Engine` reads)."""
+    """An instruction spec widened to a block of ``m`` x ``n`` outputs (what `Engine` reads)."""
 
     def __init__(self, spec, m: int, n: int) -> None:
         self._spec, self.m, self.n, self.d_type = spec, m, n, spec.d_type
@@ -125,7 +125,7 @@ def _mma_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
         c[..., 0] = np.broadcast_to(init, (m, n)).astype(np.float32).view(np.uint32)
     if k == 0:
         return c[..., 0].view(np.float32)
-    d = _Engine(_Wide(spec, m, n), rule).run(ab, c)
+    d = Engine(_Wide(spec, m, n), rule).run(ab, c)
     return d[..., 0].view(np.float32)
 
 

@@ -1,7 +1,7 @@
 """Building blocks the kernel ladder shares: shared tiles, copies, fragments, mma, epilogue.
 
 Each function issues warp-wide instructions on a `Machine` (see machine.py for the array
-conventions) and has a same-named device function in ``tcsim/hw/gemm.cuh`` that issues the same
+conventions) and has a same-named device function in ``tcsim/hw/kernels/gemm.cuh`` issuing the same
 instructions at the same addresses. Lane and register positions come from tcsim's fragment
 tables (`tcsim.isa.fragments`), never from hand-written formulas.
 """

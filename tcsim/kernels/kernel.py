@@ -1,5 +1,5 @@
-"""`Kernel`: one rung of the ladder (or a seed's kernel), its schedule, default tiles and the
-name of its CUDA twin."""
+"""`Kernel`: one rung of the ladder (or a seed's kernel), its schedule, default tiles and what
+its CUDA twin needs (the schedule the twin calls, its defines and its launch)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ class Kernel:
 
     ``program(machine, params, *tiles)`` issues the kernel's instructions on the
     shared-memory tiles that ``tiles(params)`` gives (none for a kernel without shared
-    tiles: then ``program(machine, params)``); ``source`` is the CUDA twin in
-    ``tcsim/hw``; ``requires`` checks what this
-    kernel asks of the tile sizes beyond `GemmParams`' own rules. The block's shared memory
-    is sized from the tiles (`shared_bytes`); docs/own-kernel.md writes one from scratch.
+    tiles: then ``program(machine, params)``); ``source`` names its CUDA twin, which `tcsim.hw`
+    writes from ``twin_schedule`` or, for a seed's kernel, keeps hand-written; ``requires``
+    checks what this kernel asks of the tile sizes beyond `GemmParams`' own rules. The block's
+    shared memory is sized from the tiles (`shared_bytes`); docs/own-kernel.md writes one from
+    scratch.
     """
 
     name: str
@@ -50,11 +51,14 @@ class Kernel:
     # The GPU architecture the twin needs beyond the device's own ("sm_90a": wgmma and TMA).
     arch: str = ""
     # The tensor maps the twin takes after the ladder's parameters, for (params, M, N, K):
-    # (operand, TensorMap) pairs, encoded by the host (tcsim.hw.tma) in this order.
+    # (operand, TensorMap) pairs, encoded by the host (tcsim.hw.memory.tma) in this order.
     tensor_maps: Callable[[GemmParams, int, int, int], tuple] = lambda p, M, N, K: ()
     # The block's shared memory in bytes, for a kernel that states it; None: sized from the
     # tiles (`shared_bytes`).
     shared: Callable[[GemmParams], int] | None = None
+    # The CUDA schedule the twin calls (a template in gemm.cuh, or hopper.cuh for sm_90a),
+    # from which tcsim.hw writes the twin; "" for a hand-written twin (the seeds').
+    twin_schedule: str = ""
 
     @property
     def entry(self) -> str:

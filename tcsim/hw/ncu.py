@@ -1,11 +1,10 @@
 """Nsight Compute counters for kernels the harness launches: `profile(launches, metrics)`.
 
 Counters come from a separate process run under ``ncu`` (``--clock-control none``; the device
-must allow profiling). Each `Launch` names a CUDA source in ``tcsim/hw``, a kernel, its grid and
-block and its arguments (numpy arrays are copied to the GPU; ints are passed as int32).
+must allow profiling) that runs each `tcsim.hw.launch.Launch` once.
 `profile` returns one ``{metric: value}`` dict per launch, in order.
 
-    python -m tcsim.hw.profile LAUNCHES.pkl    # the child side: launch everything once
+    python -m tcsim.hw.ncu LAUNCHES.pkl    # the child side: launch everything once
 """
 
 from __future__ import annotations
@@ -19,9 +18,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
 
-import numpy as np
+from .launch import Launch, launch
 
 # Shared-memory counters (Nsight Compute 2025.3 names).
 SHARED_METRICS = (
@@ -38,20 +36,6 @@ SHARED_METRICS = (
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
     "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts_cache_bypass.sum",
 )
-
-
-@dataclass
-class Launch:
-    source: str
-    kernel: str
-    grid: tuple[int, ...]
-    block: tuple[int, ...]
-    args: list = field(default_factory=list)
-    label: str = ""
-    defines: dict = field(default_factory=dict)  # -D values for the source
-    shared_bytes: int = 0  # dynamic shared memory
-    arch: str = ""  # a target beyond the device's own ("sm_90a")
-    tensor_maps: tuple = ()  # (operand letter, tcsim.memory.TensorMap) after the arguments
 
 
 def find_ncu() -> str:
@@ -73,7 +57,7 @@ def profile(launches: list[Launch], metrics=SHARED_METRICS,
             pickle.dump(launches, f)
         cmd = [find_ncu(), "--clock-control", "none", "--csv", "--print-units", "base",
                "--metrics", ",".join(metrics), *extra_args,
-               sys.executable, "-m", "tcsim.hw.profile", path]
+               sys.executable, "-m", "tcsim.hw.ncu", path]
         run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"ncu failed ({run.returncode}):\n{run.stdout[-3000:]}\n"
@@ -103,13 +87,10 @@ def parse_csv(text: str, count: int, metrics) -> list[dict[str, float]]:
 def _child(path: str) -> None:
     import cupy
 
-    from .gemm import launcher
-
     with open(path, "rb") as f:
         launches = pickle.load(f)
-    for launch in launches:
-        launcher(launch, [cupy.asarray(a) if isinstance(a, np.ndarray) else a
-                          for a in launch.args])()
+    for spec in launches:
+        launch(spec)
         cupy.cuda.runtime.deviceSynchronize()
 
 

@@ -1,5 +1,5 @@
 """The WMMA instructions on the GPU: fragment maps read off the hardware, and wmma.mma on raw
-registers (the probes of `tcsim.hw.wmma_probes`).
+registers (the probes of `tcsim.hw.isa.wmma_probes`).
 
 A load probe reads a matrix whose element (r, c) holds the bit pattern ``64 r + c + 1`` (in
 16-bit or 32-bit elements, laid out row- or column-major with the given stride), so each
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa.wmma.spec import fragment_registers, matrix_dims, parse_wmma
-from . import runtime
+from ...isa.wmma.spec import fragment_registers, matrix_dims, parse_wmma
+from .. import runtime
+from ..launch import Launch, launch, per_warp
 from .wmma_probes import load_kernel_name, mma_kernel_name, store_kernel_name
 
 PROBE_FILE = "wmma_probes.cu"
@@ -52,10 +53,8 @@ def capture_load(shape: str, operand: str, type_: str, layout: str, space: str,
     memory[index] = codes
     n = fragment_registers(shape, operand, type_)
     regs = cupy.zeros(32 * n, cupy.uint32)
-    fn = runtime.module(PROBE_FILE).get_function(
-        load_kernel_name(shape, operand, type_, layout, space))
-    fn((1,), (32,), (cupy.asarray(memory.view(np.uint32)), regs, np.int32(stride),
-                     np.int32(words)))
+    launch(Launch(PROBE_FILE, load_kernel_name(shape, operand, type_, layout, space), (1,), (32,),
+                  [memory.view(np.uint32), regs, np.int32(stride), np.int32(words)]))
     got = _elements(cupy.asnumpy(regs).reshape(32, n), bits).astype(np.int64) - 1
     return np.stack([got // CODE_COLUMNS, got % CODE_COLUMNS], axis=-1)
 
@@ -76,9 +75,8 @@ def capture_store(shape: str, type_: str, layout: str, space: str,
     codes = (lane * CODE_COLUMNS + element + 1).astype(np.uint16 if bits == 16 else np.uint32)
     words = _memory_words(rows, cols, layout, stride, bits)
     memory = cupy.zeros(words, cupy.uint32)
-    fn = runtime.module(PROBE_FILE).get_function(store_kernel_name(shape, type_, layout, space))
-    fn((1,), (32,), (cupy.asarray(codes.view(np.uint32).reshape(-1)), memory, np.int32(stride),
-                     np.int32(words)))
+    launch(Launch(PROBE_FILE, store_kernel_name(shape, type_, layout, space), (1,), (32,),
+                  [codes.view(np.uint32).reshape(-1), memory, np.int32(stride), np.int32(words)]))
     stored = cupy.asnumpy(memory).view(np.uint16 if bits == 16 else np.uint32).astype(np.int64)
     out = np.full((32, per_lane, 2), -1, np.int64)
     r, c = np.indices((rows, cols))
@@ -106,7 +104,6 @@ def wmma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np
     count = arrays[0].shape[0]
     d = cupy.empty((count, 32 * spec.registers("d")), cupy.uint32)
     if count:
-        runtime.launch_per_warp(PROBE_FILE, mma_kernel_name(spec), count,
-                                *(cupy.asarray(x.reshape(count, -1)) for x in arrays), d,
-                                np.int64(count))
+        launch(per_warp(PROBE_FILE, mma_kernel_name(spec), count,
+                        [*(x.reshape(count, -1) for x in arrays), d, np.int64(count)]))
     return cupy.asnumpy(d).reshape(count, 32, spec.registers("d"))

@@ -1,15 +1,14 @@
 """wgmma.mma_async on the GPU (sm_90a), with the signatures of `tcsim.wgmma` and
 `tcsim.wgmma_regs`, plus where the operands sit in shared memory.
 
-One warpgroup runs one instruction (tcsim/hw/wgmma_probes.py says how). The host lays A (for
+One warpgroup runs one instruction (tcsim/hw/isa/wgmma_probes.py says how). The host lays A (for
 A from shared memory) and B out as `tcsim.memory.canonical_tile` does, K-major or, with a
 transpose, MN-major, under the chosen swizzle; the probe copies the tiles' 16-byte chunks to
 those offsets and issues the wgmma with the tiles' descriptors. Registers go through the
 warpgroup fragment maps of `tcsim.isa.wgmma`, the tables the simulator reads.
 
-Kernels: each (qualifier, A source) in `wgmma_probes.PROBES` is compiled on its own from the
-committed ``wgmma_probes.cu`` (``-DTCSIM_WGMMA_PROBE=<index>``); any other qualifier from the
-generator's source for it. `prepare` compiles many at once on a thread pool (NVRTC releases
+Kernels: each (qualifier, A source) is compiled on its own from the generator's source for it
+(`wgmma_probes.probe_kernel`). `prepare` compiles many at once on a thread pool (NVRTC releases
 the GIL).
 """
 
@@ -22,12 +21,13 @@ from functools import cache
 
 import numpy as np
 
-from ..isa.wgmma import check_options, parse_wgmma, wgmma_fragment
-from ..isa.wgmma.spec import WgmmaSpec
-from ..memory.descriptors import DescriptorTile, SwizzleMode, canonical_tile
-from . import runtime
+from ...isa.wgmma import check_options, parse_wgmma, wgmma_fragment
+from ...isa.wgmma.spec import WgmmaSpec
+from ...memory.descriptors import DescriptorTile, SwizzleMode, canonical_tile
+from .. import runtime
+from ..launch import Launch, launch
+from .wgmma_probes import _HEADER, probe_kernel, probe_name
 
-PROBE_FILE = "wgmma_probes.cu"
 ARCH = "sm_90a"
 ALIGN = 1024  # the probe aligns its shared-memory window to the 128B swizzle's repeat
 BATCH_BYTES = 1 << 28  # host and device bytes per launch
@@ -101,30 +101,19 @@ def staging(qualifier: str, a_source: str, trans_a: bool, trans_b: bool,
 
 # ---- kernels -----------------------------------------------------------------------------------
 
-_compiled: dict[tuple[str, str], object] = {}
+_compiled: set[tuple[str, str]] = set()
 
 
-def _compile(key: tuple[str, str]):
-    """The probe kernel of (qualifier, A source), compiled for sm_90a (cached)."""
-    if key in _compiled:
-        return _compiled[key]
-    import cupy
+@cache
+def probe_source(key: tuple[str, str]) -> str:
+    """The CUDA text of the probe of (qualifier, A source) alone."""
+    return _HEADER + probe_kernel(*key)
 
-    from .wgmma_probes import _HEADER, PROBES, probe_kernel  # not at import: python -m runs it
 
-    spec = parse_wgmma(key[0])
-    name = spec.kernel_name(key[1])
-    if key in PROBES:
-        index = PROBES.index(key)
-        mod = runtime.module(PROBE_FILE, {"TCSIM_WGMMA_PROBE": index, "TCSIM_SM90A": 1},
-                             arch=ARCH)
-    else:
-        mod = cupy.RawModule(code=_HEADER + probe_kernel(*key),
-                             options=("--std=c++17", f"--gpu-architecture={ARCH}",
-                                      "-DTCSIM_SM90A=1"))
-    fn = mod.get_function(name)  # compiles here
-    _compiled[key] = fn
-    return fn
+def _compile(key: tuple[str, str]) -> None:
+    """Compile the probe kernel of (qualifier, A source) for sm_90a (once per process)."""
+    runtime.function(probe_source(key), probe_name(parse_wgmma(key[0]), key[1]), arch=ARCH)
+    _compiled.add(key)
 
 
 def require_wgmma() -> None:
@@ -159,7 +148,7 @@ def prepare(keys, threads: int | None = None) -> None:
 # ---- running -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Launch:
+class Batch:
     """One probe launch's inputs as the kernel takes them (host arrays): ``tiles`` uint8
     (count, chunks * 16), the 16-byte chunks of each instruction's operand tiles in window
     order; ``a`` A's registers (count, 128, 4) or None; ``c`` (count, 128, n) registers."""
@@ -177,7 +166,7 @@ def _bytes_of(bits: np.ndarray, n: int) -> np.ndarray:
     return np.ascontiguousarray(bits).view(np.uint8).reshape(n, -1)
 
 
-def _launches(spec: WgmmaSpec, a, b, c, in_registers: bool, opts, swizzle):
+def _batches(spec: WgmmaSpec, a, b, c, in_registers: bool, opts, swizzle):
     """The probe launches for a flat batch (host side only), each of at most BATCH_BYTES."""
     a_source = "registers" if in_registers else "smem"
     plan = staging(spec.qualifier, a_source, opts.trans_a, opts.trans_b, swizzle)
@@ -190,26 +179,25 @@ def _launches(spec: WgmmaSpec, a, b, c, in_registers: bool, opts, swizzle):
         e = min(c.shape[0], s + step)
         bt = _bytes_of(np.swapaxes(b[s:e], -1, -2), e - s)[:, plan.b_order]
         parts = [bt] if in_registers else [_bytes_of(a[s:e], e - s)[:, plan.a_order], bt]
-        yield Launch((spec.qualifier, a_source), plan, int(mode),
+        yield Batch((spec.qualifier, a_source), plan, int(mode),
                      np.ascontiguousarray(np.concatenate(parts, axis=1)),
                      np.ascontiguousarray(a[s:e]) if in_registers else None,
                      np.ascontiguousarray(c[s:e]), nd)
 
 
-def _run(launch: Launch) -> np.ndarray:
+def _run(batch: Batch) -> np.ndarray:
     """Launch one probe batch on the GPU: D's registers (count, 128, n)."""
     import cupy
 
-    fn = _compile(launch.key)
-    count = launch.c.shape[0]
-    ga = cupy.asarray(launch.a) if launch.a is not None else cupy.zeros(1, cupy.uint32)
-    gd = cupy.empty((count, 128, launch.d_registers), cupy.uint32)
-    plan = launch.plan
-    fn((count,), (128,), (cupy.asarray(launch.tiles), cupy.asarray(plan.chunk_offsets),
-                          np.int32(plan.chunk_offsets.size), np.uint64(plan.desc_a),
-                          np.uint64(plan.desc_b), ga, cupy.asarray(launch.c), gd,
-                          np.int32(launch.mode)),
-       shared_mem=plan.window_bytes + ALIGN)
+    count = batch.c.shape[0]
+    ga = batch.a if batch.a is not None else np.zeros(1, np.uint32)
+    gd = cupy.empty((count, 128, batch.d_registers), cupy.uint32)
+    plan = batch.plan
+    launch(Launch(probe_source(batch.key), probe_name(parse_wgmma(batch.key[0]), batch.key[1]),
+                  (count,), (128,),
+                  [batch.tiles, plan.chunk_offsets, np.int32(plan.chunk_offsets.size),
+                   np.uint64(plan.desc_a), np.uint64(plan.desc_b), ga, batch.c, gd,
+                   np.int32(batch.mode)], shared_bytes=plan.window_bytes + ALIGN, arch=ARCH))
     return gd.get()
 
 
@@ -234,7 +222,7 @@ def wgmma_regs(qualifier: str, a: np.ndarray, B: np.ndarray, c: np.ndarray, *, s
     n = int(np.prod(batch, dtype=np.int64))
     a, b, c = (np.broadcast_to(x, batch + x.shape[-2:]).reshape((n,) + x.shape[-2:])
                for x in (a, b, c))
-    d = [_run(launch) for launch in _launches(spec, a, b, c, in_registers, opts, swizzle)]
+    d = [_run(batch) for batch in _batches(spec, a, b, c, in_registers, opts, swizzle)]
     d = np.concatenate(d) if d else np.empty((0, 128, fd.registers), np.uint32)
     return d.reshape(batch + (128, fd.registers))
 

@@ -1,10 +1,9 @@
-"""Tensor maps for the GPU, and launches that pass them.
+"""Tensor maps for the GPU: the driver's encoding of a `tcsim.memory.TensorMap`.
 
 `encode` turns a `tcsim.memory.TensorMap` and a device pointer into the 128-byte ``CUtensorMap``
 that ``cuTensorMapEncodeTiled`` writes (CuPy has no binding for it; ``libcuda.so.1`` exports
 it, so ctypes reaches it). A kernel takes the map as a ``__grid_constant__`` parameter, which
-CuPy's kernel call cannot pass, so `launch` calls ``cuLaunchKernel`` itself with a pointer to
-each argument: device arrays, f32 and i32 scalars and encoded maps.
+CuPy's kernel call cannot pass: `tcsim.hw.launch` calls ``cuLaunchKernel`` through `driver`.
 """
 
 from __future__ import annotations
@@ -12,10 +11,8 @@ from __future__ import annotations
 import ctypes
 from functools import cache
 
-import numpy as np
-
-from ..memory.tma import TensorMap
-from . import runtime
+from ...memory.tma import TensorMap
+from .. import runtime
 
 # CUtensorMapDataType by element size (unsigned integers: TMA moves bits, it converts nothing)
 _DATA_TYPE = {1: 0, 2: 1, 4: 2, 8: 4}  # UINT8, UINT16, UINT32, UINT64
@@ -33,7 +30,7 @@ class EncodedMap(ctypes.Structure):
 
 
 @cache
-def _driver() -> ctypes.CDLL:
+def driver() -> ctypes.CDLL:
     runtime.require()
     try:
         lib = ctypes.CDLL("libcuda.so.1")
@@ -50,10 +47,10 @@ def _driver() -> ctypes.CDLL:
     return lib
 
 
-def _check(result: int, what: str) -> None:
+def check(result: int, what: str) -> None:
     if result != 0:
         name = ctypes.c_char_p()
-        _driver().cuGetErrorName(result, ctypes.byref(name))
+        driver().cuGetErrorName(result, ctypes.byref(name))
         raise RuntimeError(f"{what} failed: CUDA error {result} "
                            f"({(name.value or b'?').decode()})")
 
@@ -71,40 +68,10 @@ def encode(tensor_map: TensorMap, pointer: int) -> EncodedMap:
     strides = (ctypes.c_uint64 * 1)(t.cols * t.element_bytes)  # bytes, dimension 1 only
     box = (ctypes.c_uint32 * 2)(t.box_cols, t.box_rows)
     steps = (ctypes.c_uint32 * 2)(1, 1)
-    _check(_driver().cuTensorMapEncodeTiled(
+    check(driver().cuTensorMapEncodeTiled(
         ctypes.addressof(buffer) + start, _DATA_TYPE[t.element_bytes], 2, pointer, dims, strides,
         box, steps, 0, _SWIZZLE[int(t.swizzle)], _L2_PROMOTION_128B, 0),
         f"cuTensorMapEncodeTiled({t})")
     return EncodedMap.from_buffer_copy(ctypes.string_at(ctypes.addressof(buffer) + start,
                                                         MAP_BYTES))
 
-
-def _argument(value):
-    import cupy
-
-    if isinstance(value, cupy.ndarray):
-        return ctypes.c_void_p(value.data.ptr)
-    if isinstance(value, EncodedMap):
-        return value
-    if isinstance(value, (float, np.floating)):
-        return ctypes.c_float(value)
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return ctypes.c_int32(value)
-    raise TypeError(f"cannot pass {type(value).__name__} to a kernel")
-
-
-def launch(function, grid: tuple[int, ...], block: tuple[int, ...], args,
-           shared_bytes: int = 0) -> None:
-    """``cuLaunchKernel`` of a CuPy `RawKernel` on the current stream; ``args`` as the
-    kernel declares them (CuPy device arrays, floats as f32, ints as i32, `EncodedMap`)."""
-    import cupy
-
-    values = [_argument(a) for a in args]
-    pointers = (ctypes.c_void_p * len(values))(
-        *(ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values))
-    g = tuple(grid) + (1,) * (3 - len(grid))
-    b = tuple(block) + (1,) * (3 - len(block))
-    handle = function.kernel.ptr  # a CuPy RawKernel's compiled CUfunction
-    _check(_driver().cuLaunchKernel(handle, *g, *b, shared_bytes,
-                                    cupy.cuda.get_current_stream().ptr, pointers, None),
-           f"cuLaunchKernel({getattr(function, 'name', 'kernel')})")

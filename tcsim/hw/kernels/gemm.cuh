@@ -12,7 +12,7 @@
 #include "gemm_common.cuh"
 
 
-// Tile sizes, MMA_K and STAGES come from the twin (tcsim/hw/twins.py writes every default).
+// Tile sizes, MMA_K and STAGES come from the twin (tcsim/hw/kernels/twin.py writes every default).
 #if !defined(MMA_K) || !defined(STAGES)
 #error "gemm.cuh: include it from a kernel twin, which defines MMA_K and STAGES"
 #endif

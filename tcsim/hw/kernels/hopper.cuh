@@ -75,7 +75,7 @@ typedef uint32_t acc_t;  // f16x2
 #endif
 
 // A CUtensorMap (cuda.h): 128 opaque bytes, 64-byte aligned, built on the host by
-// cuTensorMapEncodeTiled (tcsim/hw/tma.py) and passed as a __grid_constant__ parameter.
+// cuTensorMapEncodeTiled (tcsim/hw/memory/tma.py) and passed as a __grid_constant__ parameter.
 struct __align__(64) TensorMap {
   unsigned long long opaque[16];
 };
@@ -195,8 +195,8 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" : : : "memory");
 }
 // An arrival on the barrier at the same shared address in block `rank` of the cluster. Its
-// ordering is the default release at CTA scope: with .release.cluster the kernel ran at half
-// speed on the H100 (300 against 664 TFLOP/s at 8192^3; docs/kernels.md).
+// ordering is the default release at CTA scope: with .release.cluster the kernel ran at about
+// half speed on the H100 (the figures: docs/kernels.md).
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar, uint32_t rank) {
   asm volatile(
       "{ .reg .b32 remote;\n"
@@ -333,7 +333,7 @@ __device__ __forceinline__ void tile_coordinates(int t, int tiles_m, int tiles_n
 // 16w .. 16w + 15 as mma.sync's m16n8 accumulator per 8 columns (tcsim.isa.wgmma.fragments).
 // C's words are loaded EPILOGUE_BATCH x 8 columns at a time before any is used, so their
 // latencies overlap instead of adding up (one word at a time, 32 latencies in a row cost kernel7
-// a quarter of its speed at 8192^3 on the H100: docs/kernels.md). Loading all of C before the
+// much of its speed on the H100: docs/kernels.md has the figures). Loading all of C before the
 // main loop instead was no faster.
 #define C_WORDS (BN / 8 * 2)
 struct EpilogueAt {

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa.fragments import mma_fragment
-from ..isa.qualifier import parse
-from . import runtime
+from ...isa.fragments import mma_fragment
+from ...isa.qualifier import parse
+from .. import runtime
+from ..launch import launch, per_warp
+from .mma_probes import probe_name
 
-PROBES = "probes.cu"
+PROBES = "mma_probes.cu"
 
 
 def mma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -34,9 +36,8 @@ def mma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.
     }
     d = cupy.empty((count, 32 * frags["d"].registers), cupy.uint32)
     if count:
-        runtime.launch_per_warp(
-            PROBES, spec.kernel_name, count, dev["a"], dev["b"], dev["c"], d, np.int32(count)
-        )
+        launch(per_warp(PROBES, probe_name(spec), count,
+                        [dev["a"], dev["b"], dev["c"], d, np.int32(count)]))
     return cupy.asnumpy(d).reshape(batch + (32, frags["d"].registers))
 
 
