@@ -261,10 +261,12 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--set", choices=("first", "table"), default="first")
     p.add_argument("--samples", type=int, default=SAMPLES)
+    p.add_argument("--seed", type=int, default=1, help="the table set's random shapes")
+    p.add_argument("--scale", type=int, default=1, help="the table set's calls, times this")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    calls = shapes() if args.set == "first" else table_shapes()
+    calls = shapes() if args.set == "first" else table_shapes(args.seed, args.scale)
     calls = [c for c in calls if json.dumps(c).find(args.only) >= 0 or not args.only]
     if args.limit:
         calls = calls[:args.limit]
