@@ -39,6 +39,8 @@ def apply(epilogue: str, acc: np.ndarray, out_dtype: str, *, c: np.ndarray | Non
             out = np.multiply(acc, np.multiply(scale_a, scale_b, dtype=f32), dtype=f32)
         elif epilogue == "scale_each":
             out = np.multiply(np.multiply(acc, scale_a, dtype=f32), scale_b, dtype=f32)
+        elif epilogue == "scale_b_first":
+            out = np.multiply(np.multiply(acc, scale_b, dtype=f32), scale_a, dtype=f32)
         else:
             raise ValueError(f"unknown epilogue {epilogue!r}")
         return out if bias is None else np.add(out, bias, dtype=f32)

@@ -19,8 +19,10 @@ MAX_SPLITS = 16
 EPILOGUE_CHOICES = {
     "round": ("round",),
     "add": ("add",),
-    "alpha_beta": ("alpha_beta", "round_add", "alpha_fma", "c_first"),
-    "scale": ("scale", "scale_each"),
+    # The likeliest first: samples seldom tell the orders apart (whole outputs did, on the H100:
+    # alpha_fma for nvjet's general alpha/beta, scale_b_first for row-wise fp8 scales).
+    "alpha_beta": ("alpha_fma", "round_add", "alpha_beta", "c_first"),
+    "scale": ("scale", "scale_b_first", "scale_each"),
 }
 
 
@@ -33,10 +35,12 @@ def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
     if facts is None:
         return []
     split_counts = sorted(set(range(1, MAX_SPLITS + 1)) | {split_hint or 1})
+    epilogues = EPILOGUE_CHOICES[epilogue]
+    if epilogue == "scale" and "ovscale" in kernel_names[0]:
+        epilogues = ("scale_b_first",)  # row-wise ("outer vector") scales
     plans = []
     for k_tile, order, splits, reduction, ep in itertools.product(
-            facts.k_tiles, facts.orders, split_counts, facts.reductions,
-            EPILOGUE_CHOICES[epilogue]):
+            facts.k_tiles, facts.orders, split_counts, facts.reductions, epilogues):
         plan = facts.base.with_(k_tile=k_tile, order=order, splits=splits, epilogue=ep,
                                 reduction=reduction if splits > 1 else "parallel")
         if splits == 1 or len(plan.ranges(K)) > 1:  # a split count K allows

@@ -31,6 +31,7 @@ EPILOGUES = (
     "alpha_fma",  # out = round(fma(alpha, acc, beta * c)): one rounding for alpha's term
     "scale",  # fp8: out = round((acc * (scale_a * scale_b)) [+ bias]), each step in f32
     "scale_each",  # fp8: out = round(((acc * scale_a) * scale_b) [+ bias])
+    "scale_b_first",  # fp8: out = round(((acc * scale_b) * scale_a) [+ bias]) (row-wise)
 )
 
 
@@ -206,4 +207,5 @@ _EPILOGUE_WORDS = {
     "alpha_fma": "fma(alpha, result, beta * C) in f32, rounded",
     "scale": "result * (scale_a * scale_b) in f32 (+ bias), rounded to the output type",
     "scale_each": "(result * scale_a) * scale_b in f32 (+ bias), rounded to the output type",
+    "scale_b_first": "(result * scale_b) * scale_a in f32 (+ bias), rounded to the output type",
 }
