@@ -12,6 +12,8 @@
     tcsim precision [--k 16 64 ...] [--dots N] [--json PATH] [--plot PATH]
                                                f16 vs f32 accumulation error against K
     tcsim verify [--count N]                   quick simulator-against-GPU check
+    tcsim blas OP M N K [--dtype bf16 ...]     a torch GEMM as cuBLAS runs it on the H100:
+                                               its plan and its error (docs/blas.md)
     tcsim docs [DIR]                           regenerate the fragment-layout docs and diagrams
     tcsim --version                            the installed version
 
@@ -28,6 +30,7 @@ from dataclasses import fields
 import numpy as np
 
 from . import __version__, fragment, mma, mma_regs, parse, supported_qualifiers
+from .blas.report import add_parser as add_blas_parser
 from .isa import samples
 from .kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS, GemmParams
 from .kernels.checks import SimulationError
@@ -331,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--count", type=_positive, default=2000,
                    help="instructions per distribution")
     v.set_defaults(run=_verify)
+    add_blas_parser(sub)  # tcsim blas OP M N K: tcsim.blas.report
     return p
 
 
