@@ -21,7 +21,7 @@ def test_heatmaps_in_bank_conflicts_doc_are_current():
 def test_readme_python_example_runs(capsys):
     readme = (DOCS.parent / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3  # the third, tcsim.blas's, runs with every docs block
     namespace: dict = {}
     exec(compile(blocks[0], "README.md", "exec"), namespace)
     assert namespace["D"].shape == (512, 256)
@@ -120,7 +120,7 @@ def test_a_diagram_labels_every_cell_as_the_map_says(rng):
 
 PAGES = sorted(DOCS.glob("*.md")) + [DOCS.parent / "README.md"]
 # pages whose blocks build on each other, run in order by their own test
-IN_ORDER = {"own-kernel.md"}  # tests/test_own_kernel_doc.py
+IN_ORDER = {"own-kernel.md", "blas.md"}  # tests/test_own_kernel_doc.py, tests/test_blas_doc.py
 
 
 def test_every_python_block_in_the_docs_runs(capsys, monkeypatch):
