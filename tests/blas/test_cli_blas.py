@@ -2,6 +2,7 @@
 ml_dtypes' own rounding; every bad argument is one line on stderr with exit status 2."""
 
 import re
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -9,6 +10,15 @@ import pytest
 
 from tcsim.blas.report import errors
 from tcsim.cli import main
+
+
+@pytest.fixture
+def seed(rng, capsys) -> str:
+    """A fresh --seed for the command, shown on stderr to replay a failure."""
+    value = str(int(rng.integers(2**31)))
+    capsys.readouterr()  # the rng fixture's own line, out of the command's stdout
+    print(f"--seed {value}", file=sys.stderr)
+    return value
 
 
 def _run(capsys, *argv: str) -> str:
@@ -30,18 +40,19 @@ def _share(out: str, label: str) -> int:
     ["matmul", "32", "24", "256", "--layout", "NT"],
     ["linear", "40", "24", "300"],
 ])
-def test_f16_bf16_ops_are_within_an_ulp_and_mostly_correctly_rounded(capsys, argv):
-    out = _run(capsys, *argv)
+def test_f16_bf16_ops_round_once_from_f32(capsys, argv, seed):
+    out = _run(capsys, *argv, "--seed", seed)
     M, N = int(argv[1]), int(argv[2])
     assert "kernel" in out and "accumulate  f32" in out
-    max_ulps, mean_ulps = _stat(out, r"ulps of \w+")
-    # f32 accumulation then one rounding: never past one ulp of the output at these K
-    assert 0 < max_ulps <= 1.0 and 0.1 < mean_ulps < 0.5
-    assert _share(out, "correctly rounded") > 0.9 * M * N
+    # f32 accumulation, then one rounding: a quarter of an ulp on average (half an ulp at
+    # most, but where the result nearly cancels, the f32 sum's own error can be an ulp or two
+    # of a tiny output), and nearly all outputs correctly rounded
+    assert 0.15 < _stat(out, r"ulps of \w+")[1] < 0.4
+    assert _share(out, "correctly rounded") > 0.95 * M * N
 
 
-def test_addmm_rounds_twice_when_its_plan_says_so(capsys):
-    out = _run(capsys, "addmm", "40", "32", "200", "--dtype", "bf16")
+def test_addmm_rounds_twice_when_its_plan_says_so(capsys, seed):
+    out = _run(capsys, "addmm", "40", "32", "200", "--dtype", "bf16", "--seed", seed)
     # torch's addmm with beta = alpha = 1: A @ B is rounded to bf16 before C is added (a
     # second rounding), so where C cancels A @ B the error is many ulps of the small result
     assert "rounded to the output type, then + C" in out
@@ -49,21 +60,22 @@ def test_addmm_rounds_twice_when_its_plan_says_so(capsys):
     assert 0.5 * 1280 < _share(out, "correctly rounded") < 1280
 
 
-def test_tf32_rounds_the_inputs_and_it_shows_in_the_error(capsys):
-    plain = _run(capsys, "matmul", "32", "32", "512", "--dtype", "f32")
-    tf32 = _run(capsys, "matmul", "32", "32", "512", "--dtype", "f32", "--tf32")
+def test_tf32_rounds_the_inputs_and_it_shows_in_the_error(capsys, seed):
+    plain = _run(capsys, "matmul", "32", "32", "512", "--dtype", "f32", "--seed", seed)
+    tf32 = _run(capsys, "matmul", "32", "32", "512", "--dtype", "f32", "--tf32", "--seed", seed)
     assert "rounded to tf32" in tf32 and "rounded to tf32" not in plain
     # tf32 keeps 10 fraction bits of f32's 23: the mean error grows by orders of magnitude
     assert _stat(tf32, "relative error")[1] > 100 * _stat(plain, "relative error")[1]
     assert _share(tf32, "differ from NumPy's float32 matmul rounded to float32") > 900
 
 
-def test_fp8_fast_accumulation_loses_more_than_promoted(capsys):
-    args = ["scaled_mm", "32", "32", "4096", "--out", "float32", "--seed", "3"]
+def test_fp8_fast_accumulation_loses_more_than_promoted(capsys, seed):
+    args = ["scaled_mm", "32", "32", "4096", "--out", "float32", "--seed", seed]
     promoted = _run(capsys, *args)
     fast = _run(capsys, *args, "--fast")
     assert "every 4 wgmma steps" in promoted and "fast accumulation" in fast
-    assert _stat(fast, "relative error")[1] > 2 * _stat(promoted, "relative error")[1]
+    # 2.1x to 8x over 45 seeds (normal inputs; positive ones make it far larger)
+    assert _stat(fast, "relative error")[1] > 1.5 * _stat(promoted, "relative error")[1]
 
 
 def test_scaled_mm_mixed_fp8_types_and_int_mm(capsys):
@@ -74,10 +86,10 @@ def test_scaled_mm_mixed_fp8_types_and_int_mm(capsys):
     assert "2048 of 2048 elements equal the exact sum" in out
 
 
-def test_the_seed_draws_other_inputs(capsys):
-    first = _run(capsys, "matmul", "32", "32", "256", "--seed", "1")
-    again = _run(capsys, "matmul", "32", "32", "256", "--seed", "1")
-    other = _run(capsys, "matmul", "32", "32", "256", "--seed", "2")
+def test_the_seed_draws_other_inputs(capsys, seed):
+    first = _run(capsys, "matmul", "32", "32", "256", "--seed", seed)
+    again = _run(capsys, "matmul", "32", "32", "256", "--seed", seed)
+    other = _run(capsys, "matmul", "32", "32", "256", "--seed", str(int(seed) + 1))
     assert first == again and _stat(first, "relative error") != _stat(other, "relative error")
 
 
