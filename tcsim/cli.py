@@ -25,7 +25,16 @@ from dataclasses import fields
 
 import numpy as np
 
-from . import __version__, fragment, mma, mma_regs, parse, supported_qualifiers
+from . import (
+    __version__,
+    fragment,
+    is_wgmma_qualifier,
+    mma,
+    mma_regs,
+    parse,
+    parse_wgmma,
+    supported_qualifiers,
+)
 from .isa import samples
 from .kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS, GemmParams
 from .kernels.checks import SimulationError
@@ -73,7 +82,7 @@ def _layout(args) -> int:
 
 
 def _mma(args) -> int:
-    spec = parse(args.qualifier)
+    spec = (parse_wgmma if is_wgmma_qualifier(args.qualifier) else parse)(args.qualifier)
     r, c = args.element
     if not (0 <= r < spec.m and 0 <= c < spec.n):
         raise ValueError(f"--element {r} {c} is outside D, which is {spec.m}x{spec.n} "
@@ -82,10 +91,14 @@ def _mma(args) -> int:
         A, B, C = (x[None] for x in _load_inputs(args.inputs, spec))
         source = args.inputs
     else:
+        # The instruction's own default: integer instructions have their own distributions.
+        distribution = args.distribution or next(iter(samples.distributions(spec)))
         rng = np.random.default_rng(args.seed)
-        A, B, C = (spec.format(op).from_bits(x)
-                   for op, x in zip("abc", samples.draw(spec, args.distribution, 1, rng)))
-        source = f"{args.distribution} inputs (seed {args.seed})"
+        # One matrix product each (draw stacks m8n8k4's four quad-pair products; show the first).
+        A, B, C = (spec.format(op).from_bits(x.reshape((-1,) + spec.matrix_shape(op)))
+                   for op, x in zip("abc", samples.draw(spec, distribution, 1, rng)))
+        source = f"{distribution} inputs (seed {args.seed})" + (
+            ", the first quad-pair's product" if spec.products_per_warp > 1 else "")
     D = mma(spec.qualifier, A[0], B[0], C[0], arch=args.arch)
     fd = spec.format("d")
     print(f"{spec.ptx} on {source}, element D[{r},{c}]:")
@@ -271,7 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Example: tcsim mma m16n8k16.row.col.f32.bf16.bf16.f32 "
                                    "--distribution cancel --element 3 5")
     m.add_argument("qualifier")
-    m.add_argument("--distribution", default="normal", choices=list(samples.DISTRIBUTIONS))
+    m.add_argument("--distribution", choices=list(dict.fromkeys(
+        [*samples.DISTRIBUTIONS, *samples.INTEGER_DISTRIBUTIONS])),
+                   help="(default: normal; uniform_bits for integer instructions)")
     m.add_argument("--seed", type=_non_negative, default=0)
     m.add_argument("--element", type=_non_negative, nargs=2, default=(0, 0),
                    metavar=("ROW", "COL"))

@@ -206,18 +206,23 @@ class Trace:
 
     def compare(self, other: Trace) -> str:
         """Two traces side by side: each site's wavefronts and conflicts, then the totals."""
+        if not isinstance(other, Trace):
+            raise TypeError(f"compare takes another Trace (tcsim.trace(kernel, M, N, K)), "
+                            f"got {other!r}")
         head = ("site", f"{self.kernel} wavefronts", "conflicts", f"{other.kernel} wavefronts",
                 "conflicts")
         rows = []
         for name in dict.fromkeys([*self.sites, *other.sites]):
             a, b = self.sites.get(name), other.sites.get(name)
-            if (a or b).space not in ("shared", "async"):
+            if (a or b).space not in ("shared", "async", "wgmma"):  # those with wavefronts
                 continue
             rows.append((name, *_pair(a), *_pair(b)))
         mine, theirs = self.totals, other.totals
         totals = [(key, f"{mine.get(key, 0):,}", f"{theirs.get(key, 0):,}")
                   for key in dict.fromkeys([*mine, *theirs])]
-        return "\n".join([f"{self.kernel} vs {other.kernel} on M, N, K = {self.problem}",
+        problems = (f"M, N, K = {self.problem}" if self.problem == other.problem
+                    else f"M, N, K = {self.problem} and {other.problem}")
+        return "\n".join([f"{self.kernel} vs {other.kernel} on {problems}",
                           *_table(head, rows), "", *_table(("metric", self.kernel, other.kernel),
                                                            totals)])
 
@@ -252,7 +257,7 @@ def _pair(site: Site | None) -> tuple:
 
 def _table(head: tuple, rows: list[tuple]) -> list[str]:
     cells = [tuple(f"{c:,}" if isinstance(c, int) else str(c) for c in row) for row in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(head)]
+    widths = [max([len(str(h)), *(len(r[i]) for r in cells)]) for i, h in enumerate(head)]
     text = ("site", "instruction", "metric")  # left-aligned columns; numbers go right
     fmt = "  ".join(f"{{:<{w}}}" if h in text else f"{{:>{w}}}" for h, w in zip(head, widths))
     return [fmt.format(*head), fmt.format(*("-" * w for w in widths)),

@@ -82,8 +82,12 @@ def gpu(name: str | Gpu) -> Gpu:
     if isinstance(name, Gpu):
         return name
     table = _table()
+    if not isinstance(name, str):
+        raise TypeError(f"gpu must be a GPU name such as 'H100-SXM' or a Gpu, got {name!r}")
     if name not in table:
-        raise KeyError(f"unknown GPU {name!r}; known: {', '.join(table)}")
+        alike = [key for key in table if key.lower() == name.strip().lower()]
+        raise ValueError(f"unknown GPU {name!r}" + (f" (did you mean {alike[0]!r}?)" if alike
+                                                     else "") + f"; known: {', '.join(table)}")
     entry = table[name]
     constants = {k: Constant(**v) for k, v in entry["constants"].items()}
     tensor = {k: Constant(**v) for k, v in entry["tensor"].items()}

@@ -126,6 +126,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     from ..kernels import kernel_named
     from ..kernels.scheduler import blocks_launched
 
+    _check_trace(trace)
     g = gpu_named(gpu)
     kernel = kernel_named(trace.kernel)
     p = kernel.params(**trace.params)
@@ -263,9 +264,16 @@ def _epilogue_cycles(sites, tiles: int, g: Gpu) -> float:
         + wavefronts / g["shared_wavefronts_per_cycle"]
 
 
+def _check_trace(trace) -> None:
+    from ..trace import Trace
+
+    if not isinstance(trace, Trace):
+        raise TypeError(f"explain takes a Trace (tcsim.trace(kernel, M, N, K)), got {trace!r}")
+
+
 def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
     if registers is not None:
-        return int(registers), "the caller"
+        return registers, "the caller"  # occupancy() checks it
     found = twin_registers(kernel.source, kernel.entry, kernel.defines(p), kernel.arch or g.arch)
     if found is not None:
         return found, "ptxas"
