@@ -44,6 +44,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from .isa.formats import native_order, same_type
+
 DISTRIBUTIONS = ("uniform", "normal", "positive", "mixed")
 DISTRIBUTION_TEXT = {
     "uniform": "U[-1, 1]",
@@ -174,8 +176,9 @@ def exact_dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _check_f16(x: np.ndarray, name: str) -> np.ndarray:
     x = np.asarray(x)
-    if x.dtype != np.float16:
+    if not same_type(x.dtype, np.dtype(np.float16)):
         raise TypeError(f"{name}: expected dtype float16, got {x.dtype}")
+    x = native_order(x)
     if not np.isfinite(x).all():
         raise ValueError(f"{name}: the exact reference needs finite inputs")
     return x
