@@ -259,8 +259,8 @@ def access(instruction: str, addresses, *, size: int | None = None,
 
     ``addresses``: the 32 lanes' byte addresses in the block's shared memory, integers from 0
     up to ``size`` (by default the `SM90_BLOCK_LIMIT` bytes one block can have); a lane with
-    None supplies none (for ldmatrix/stmatrix only lanes ``0 .. 8N-1`` supply row addresses
-    anyway). Floats (even whole ones), NaN, bools, strings and negative numbers raise
+    None supplies none (for ldmatrix/stmatrix only lanes ``0 .. 8N-1`` supply row addresses,
+    and each of them must). Floats (even whole ones), NaN, bools, strings and negative numbers raise
     `SharedMemoryError` naming the lane, as do misaligned or out-of-range addresses.
     ``sources``: for ``cp.async`` only, the lanes' global byte addresses (non-negative
     integers), which shape how the copy is written (`tcsim.memory.async_copy`); by default
@@ -280,6 +280,12 @@ def _access(instruction: str, addresses, size: int | None, site: str | None,
     if inst.kind in ("ldmatrix", "stmatrix"):
         used = np.zeros(WARP, bool)
         used[: 8 * inst.matrices] = True
+        if not active[used].all():  # a row with no address: the hardware reads one anyway
+            lane = int(np.argmin(active[used]))
+            raise SharedMemoryError(
+                f"{inst.spelling}{_at(site)}: lane {lane} supplies no row address (None); "
+                f"lanes 0..{8 * inst.matrices - 1} each give one row of the "
+                f".x{inst.matrices} matrices")
         active = active & used
     check_addresses(inst, addr, active, size, site)
     if inst.kind == "cp.async":
