@@ -45,6 +45,7 @@ from fractions import Fraction
 import numpy as np
 
 from .isa.formats import native_order, same_type
+from .isa.validate import integer, positive_extent
 
 DISTRIBUTIONS = ("uniform", "normal", "positive", "mixed")
 DISTRIBUTION_TEXT = {
@@ -506,19 +507,21 @@ def precision_study(
     ``dots`` dot products per distribution; every K a positive multiple of 16. ``backend``:
     "sim" (tcsim.mma), "hw" (tcsim.hw.mma, on the GPU) or "auto" (the GPU when usable).
     """
-    ks = sorted({_int(k, "K") for k in ks})
-    if not ks or ks[0] <= 0 or any(k % STEP for k in ks) or ks[-1] > MAX_K:
+    if isinstance(ks, Sequence) and not isinstance(ks, (str, bytes)) and not len(ks):
+        raise ValueError("ks is empty: give at least one K (a positive multiple of 16)")
+    ks = sorted(set(positive_extent(ks, "ks")))  # one K alone is taken as [K]
+    if any(k % STEP for k in ks) or ks[-1] > MAX_K:
         raise ValueError(f"every K must be a positive multiple of {STEP} up to {MAX_K}, "
                          f"got {ks}")
+    if isinstance(distributions, str):  # one name alone, not its letters
+        distributions = [distributions]
     distributions = list(dict.fromkeys(distributions))
     for d in distributions:
         _generator(d, 0)  # names checked before any work
     if not distributions:
         raise ValueError("no distributions given")
-    dots = _int(dots, "dots")
-    seed = _int(seed, "seed")
-    if dots <= 0 or seed < 0:
-        raise ValueError(f"dots must be positive and seed non-negative, got {dots} and {seed}")
+    dots = integer(dots, "dots", minimum=1)
+    seed = integer(seed, "seed", minimum=0)
     name, fn = _mma_function(backend)
     gens = [_generator(d, seed) for d in distributions]
     acc = _Accumulators((len(distributions), dots), fn)
@@ -541,12 +544,6 @@ def precision_study(
     params = {"ks": ks, "distributions": distributions, "dots": dots, "seed": seed,
               "backend": name}
     return PrecisionTable(params=params, rows=rows)
-
-
-def _int(x, name: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {x!r}")
-    return int(x)
 
 
 __all__ = ["DISTRIBUTIONS", "METHODS", "DotProducts", "PrecisionRow", "PrecisionTable",

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .isa.validate import real_scalar
+from .isa.validate import integer, real_scalar
 from .isa.wmma.lowering import element_offsets, hmma_per_wmma, lower
 from .isa.wmma.spec import parse_wmma
 from .kernels import Kernel, kernel_named
@@ -356,6 +356,16 @@ def count_wmma(qualifier: str, operand: str, layout: str, space: str, stride: in
     ("global"/"shared"), rows ``stride`` elements apart, the fragment's element (0, 0) at byte
     ``origin`` (of a 128-byte-aligned allocation)."""
     spec = parse_wmma(qualifier)
+    size = spec.element_bytes(operand) if operand in ("a", "b", "c", "d") else 1
+    # CUDA's rules for wmma's ldm and pointer: 16-byte multiples, a 256-bit aligned address.
+    stride = integer(stride, "count_wmma stride (ldm, in elements)", minimum=1)
+    origin = integer(origin, "count_wmma origin (bytes)", minimum=0)
+    if stride * size % 16:
+        raise ValueError(f"count_wmma: stride {stride} ({stride * size} bytes) must be a "
+                         f"multiple of 16 bytes (wmma's ldm rule)")
+    if origin % 32:
+        raise ValueError(f"count_wmma: origin {origin} must be a multiple of 32 bytes (wmma "
+                         f"takes a 256-bit aligned pointer)")
     counter = Counter()
     offsets = element_offsets(spec, operand, layout, stride)
     counter._count_lowered("wmma", spec, operand, layout, space, stride,
