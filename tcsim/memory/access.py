@@ -129,7 +129,7 @@ def _lane_phases(width: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(range(p, p + per_phase)) for p in range(0, WARP, per_phase))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Access:
     """The accounting of one warp-wide access."""
 
@@ -149,6 +149,9 @@ class Access:
         text = (f"{self.instruction}: {self.wavefronts} wavefronts, ideal {self.ideal}, "
                 f"{self.conflicts} bank conflicts")
         return text + (f" (caveat: {self.caveat})" if self.caveat else "")
+
+    def __repr__(self) -> str:  # one line in a REPL too, not the words table
+        return f"<Access {self}>"
 
     def heatmap(self) -> str:
         """Words per (phase, bank) as text; `tcsim.memory.heatmap` also draws images."""
