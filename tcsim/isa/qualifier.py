@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
+
 from .formats import FloatFormat, IntFormat, format_named
 
 PREFIX = "mma.sync.aligned."
@@ -62,6 +64,18 @@ class OperandTypes:
         return {"a": (self.m, self.k), "b": (self.k, self.n)}.get(
             _operand(operand), (self.m, self.n)
         )
+
+    def zero_c(self, A, B) -> np.ndarray:
+        """A zero C for ``D = A @ B``: C's dtype, the batch A and B broadcast to (when they
+        do not, the batch of A alone, and the check of A and B names the mismatch). A
+        read-only zero-stride view: nothing is allocated per instruction."""
+        shapes = (np.shape(A)[:-2], np.shape(B)[:-2])
+        try:
+            batch = np.broadcast_shapes(*shapes)
+        except ValueError:
+            batch = shapes[0]
+        zero = np.zeros((), self.format("c").dtype)
+        return np.broadcast_to(zero, batch + self.matrix_shape("c"))
 
     @property
     def input_type(self) -> str:
