@@ -19,6 +19,7 @@ A bad argument is reported in one line on stderr, with exit status 2 (docs/error
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import zipfile
 from dataclasses import fields
@@ -344,13 +345,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        try:
+            args = build_parser().parse_args(argv)
+        finally:
+            sys.stdout.flush()  # --help's text: a closed pipe shows here, not as Python exits
+        code = args.run(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # `tcsim layout ... | head`: the reader has all it wanted
+        _quiet_stdout()
+        return 0
     except (ValueError, TypeError, IndexError, OSError, SimulationError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the message holds
         print(f"tcsim: error: {message}", file=sys.stderr)
         return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush as Python exits does not fail again
+    (the Python docs' recipe for SIGPIPE)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's StringIO)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -40,12 +40,14 @@ def kernel_named(name: str | Kernel) -> Kernel:
     if not isinstance(name, str):
         raise TypeError(f"kernel must be a Kernel such as tcsim.kernel1 or a name such as "
                         f"'kernel1', got {name!r}")
-    kernel = (KERNELS.get(name) or HOPPER_KERNELS.get(name) or SEED_KERNELS.get(name)
-              or PLANTED.get(name))
-    if kernel is None:
-        raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)}, the seeds' "
-                         f"{', '.join(SEED_KERNELS)} and the planted bugs {', '.join(PLANTED)}")
-    return kernel
+    # One list for the lookup and the message, so that the message names every kernel taken.
+    registry = {"the ladder": KERNELS, "Hopper's": HOPPER_KERNELS, "the seeds'": SEED_KERNELS,
+                "the planted bugs": PLANTED}
+    for kernels in registry.values():
+        if name in kernels:
+            return kernels[name]
+    known = "; ".join(f"{label} {', '.join(kernels)}" for label, kernels in registry.items())
+    raise ValueError(f"no kernel named {name!r}; known: {known}")
 
 
 __all__ = ["GemmParams", "HOPPER_KERNELS", "KERNELS", "Kernel", "ProblemSizeError",
