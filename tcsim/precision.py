@@ -46,6 +46,7 @@ import numpy as np
 
 from .isa.formats import native_order, same_type
 from .isa.validate import integer, positive_extent
+from .progress import progress
 
 DISTRIBUTIONS = ("uniform", "normal", "positive", "mixed")
 DISTRIBUTION_TEXT = {
@@ -529,18 +530,21 @@ def precision_study(
     # Segments end at every K of the study and at every multiple of _SEGMENT.
     ends = sorted(set(ks) | set(range(_SEGMENT, ks[-1], _SEGMENT)))
     start = 0
-    for end in ends:
-        x = np.stack([_draw(g, d, end - start, dots) for g, d in zip(gens, distributions)], 1)
-        acc.feed(x[:, :, 0], x[:, :, 1])  # (n, distribution, dot)
-        start = end
-        if end in ks:
-            values, exact, abs_sum = acc.results()
-            per = dots
-            for i, dist in enumerate(distributions):
-                part = slice(i * per, (i + 1) * per)
-                for method in METHODS:
-                    rows.append(_stats(end, dist, method, values[method][part], exact[part],
-                                       abs_sum[part]))
+    with progress(ks[-1], f"precision_study up to K={ks[-1]}") as tick:
+        for end in ends:
+            x = np.stack([_draw(g, d, end - start, dots) for g, d in zip(gens, distributions)],
+                         1)
+            acc.feed(x[:, :, 0], x[:, :, 1])  # (n, distribution, dot)
+            if end in ks:
+                values, exact, abs_sum = acc.results()
+                per = dots
+                for i, dist in enumerate(distributions):
+                    part = slice(i * per, (i + 1) * per)
+                    for method in METHODS:
+                        rows.append(_stats(end, dist, method, values[method][part],
+                                           exact[part], abs_sum[part]))
+            tick(end - start)
+            start = end
     params = {"ks": ks, "distributions": distributions, "dots": dots, "seed": seed,
               "backend": name}
     return PrecisionTable(params=params, rows=rows)
