@@ -25,6 +25,7 @@ from typing import TextIO
 from .isa.validate import integer
 
 WIDTH = 30  # characters of the bar itself
+DELAY_SECONDS = 1.0  # no bar for work that ends sooner
 REDRAW_SECONDS = 0.1
 
 
@@ -42,15 +43,16 @@ def wanted(stream: TextIO) -> bool:
 
 @contextmanager
 def progress(total: int, label: str, *, stream: TextIO | None = None,
-             enabled: bool | None = None, delay: float = 1.0) -> Iterator[Callable[[int], None]]:
+             enabled: bool | None = None,
+             delay: float | None = None) -> Iterator[Callable[[int], None]]:
     """A `tick(done=1)` function that counts ``done`` of ``total`` units of work, drawing a
     bar on ``stream`` (default stderr) as it goes; see the module docstring. ``enabled``
-    (default: `wanted`) and ``delay`` (seconds before the first drawing) are for callers and
-    tests that know better."""
+    (default: `wanted`) and ``delay`` (seconds before the first drawing, default
+    `DELAY_SECONDS`) are for callers and tests that know better."""
     total = integer(total, "progress total", minimum=0)
     out = sys.stderr if stream is None else stream
     bar = _Bar(total, str(label), out, wanted(out) if enabled is None else bool(enabled),
-               delay)
+               DELAY_SECONDS if delay is None else delay)
     try:
         yield bar.tick
     finally:
