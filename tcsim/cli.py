@@ -2,7 +2,8 @@
 
     tcsim demo                                 a guided example on built-in inputs
     tcsim layout QUALIFIER OPERAND             which lane and register hold each element
-    tcsim mma QUALIFIER [--distribution NAME]  one instruction on random inputs, bits shown
+    tcsim mma QUALIFIER [--distribution NAME]  one instruction (mma.sync or wgmma) on random
+                                               inputs, bits shown
     tcsim trace KERNEL M N K [--json] [--block_m 128 ...]   per-site counters of a kernel
     tcsim compare KERNEL KERNEL M N K          two kernels' counters side by side
     tcsim explain KERNEL M N K [--gpu H100-SXM] why it takes the time it does: the predicted
