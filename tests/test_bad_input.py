@@ -142,6 +142,17 @@ def test_3_an_unknown_or_wrongly_cased_gpu_is_a_value_error_naming_the_known_one
         gpu(7)
 
 
+def test_3_a_tensor_rate_is_asked_of_a_qualifier():
+    h100 = gpu("H100-SXM")
+    assert h100.tensor_rate("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == \
+        h100.tensor["m16n8k16.f32.f16"].value
+    for bad in (None, 3, "m16n8k16"):
+        with pytest.raises(QualifierError):
+            h100.tensor_rate(bad)
+    with pytest.raises(ValueError, match="no tensor rate for 'm16n8k32.s32.s8'"):
+        h100.tensor_rate("m16n8k32.row.col.satfinite.s32.s8.s8.s32")  # not .satfinite.s32
+
+
 # ---- 4. DescriptorTile.unpack ------------------------------------------------------------------
 
 
@@ -165,6 +176,15 @@ def test_4_unpack_checks_its_bytes_and_dtype():
                          (data.tolist(), np.float16), (data, ">f2")):
         got = tile.unpack(given, dtype)
         assert got.dtype == np.dtype(dtype) and np.array_equal(got.astype(np.float16), matrix)
+
+
+def test_4_a_tile_larger_than_a_descriptor_addresses_is_refused_before_it_is_built():
+    from properties.prop_inputs import refused_quickly
+
+    with refused_quickly(), pytest.raises(DescriptorError, match="more than the 262144"):
+        canonical_tile(64, 2**70, 2)
+    with pytest.raises(DescriptorError, match="more than the 262144"):
+        canonical_tile(256, 1024, 2)  # 512 KiB
 
 
 def test_4_pack_of_big_endian_values_holds_the_same_numbers():

@@ -504,6 +504,9 @@ def canonical_tile(rows: int, k: int, element: int | str, major: str = "K",
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < step or k % step:
         raise DescriptorError(f"k must be a positive multiple of one wgmma's K = {step} "
                               f"{e}-byte elements, got {k!r}")
+    if rows * k * e > WINDOW:  # before the layout is tabulated: it could not be addressed
+        raise DescriptorError(f"a {rows}x{k} tile of {e}-byte elements needs {rows * k * e} "
+                              f"bytes, more than the {WINDOW} a descriptor can address")
     if major == "MN" and e != 2:
         raise DescriptorError(f"MN-major (transposed) operands exist only for f16/bf16 (PTX: "
                               f"imm-trans), not for {e}-byte elements")
