@@ -410,7 +410,9 @@ class PrecisionTable:
         for r in self.rows:
             if (r.k, r.distribution, r.method) == (k, distribution, method):
                 return r
-        raise KeyError((k, distribution, method))
+        raise ValueError(f"no row for K={k!r}, distribution {distribution!r}, method "
+                         f"{method!r}; the study has K in {self.params['ks']}, distributions "
+                         f"{self.params['distributions']} and methods {list(METHODS)}")
 
     def usable_limit(self, threshold: float = 1e-2, method: str = "tc_f16",
                      statistic: str = "median_rel") -> dict[str, int | None]:

@@ -349,6 +349,8 @@ def test_11_precision_study_names_each_bad_argument():
         tcsim.precision_study(ks=[16], seed=-1)
     one = tcsim.precision_study(ks=16, dots=4, distributions="normal")  # one K, one name
     assert one.params["ks"] == [16] and one.params["distributions"] == ["normal"]
+    with pytest.raises(ValueError, match=r"no row for K=32.*K in \[16\]"):
+        one.row(32, "normal", "tc_f16")
 
 
 # ---- first hour ----------------------------------------------------------------------------------
