@@ -32,6 +32,7 @@ from .kernels.roles import run_in_turn
 from .memory.access import access, parse_instruction
 from .memory.descriptors import MatrixDescriptor, SwizzleMode
 from .memory.local import local_requests, local_sectors
+from .progress import progress
 
 SECTOR = 32  # bytes: the unit of global-memory traffic
 # ptxas (nvcc 13.0, sm_90) opens every straight-line run of cp.async (LDGSTS) with three
@@ -572,10 +573,13 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
                     real_scalar(beta, "beta", dtype=np.float32))
     blocks = [(r, c) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])] \
         if exhaustive else [(0, 0)]
-    for row, col in blocks:
-        tracer.begin_blocks(np.array([row]), np.array([col]))
-        kernel.issue(tracer)
-        tracer.end_blocks()
+    label = f"tcsim.trace {kernel.name} M={tracer.M} N={tracer.N} K={tracer.K}"
+    with progress(len(blocks), label) as tick:  # exhaustive traces of large problems take long
+        for row, col in blocks:
+            tracer.begin_blocks(np.array([row]), np.array([col]))
+            kernel.issue(tracer)
+            tracer.end_blocks()
+            tick(1)
     tiles = tracer.k_tile_count
     pipeline = {"k_tiles": tiles, "prefetch": tracer.prefetch,
                 "barriers": tracer.barriers / len(blocks) / max(tiles, 1),

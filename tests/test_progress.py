@@ -103,3 +103,9 @@ def test_precision_study_shows_its_progress(at_once, monkeypatch, capsys):
     monkeypatch.setenv("TCSIM_PROGRESS", "1")
     tcsim.precision_study(ks=[16, 64], dots=2)
     assert shares(capsys.readouterr().err) == [25, 100]
+
+
+def test_an_exhaustive_trace_shows_its_progress_block_by_block(at_once, monkeypatch, capsys):
+    monkeypatch.setenv("TCSIM_PROGRESS", "1")
+    tcsim.trace(tcsim.kernel1, 512, 256, 64, exhaustive=True)  # 2 x 2 blocks of 256 x 128
+    assert shares(capsys.readouterr().err) == [25, 50, 75, 100]
