@@ -71,8 +71,9 @@ def measure(path: str, runs: int, kernels: list[str] | None = None) -> None:
     import cupy
     from bench_gpu import median_seconds  # this folder's: timing as the speed table does
 
-    from tcsim.hw.gemm import device_launch, launch, launcher
-    from tcsim.hw.profile import profile
+    from tcsim.hw.kernels import device_launch, twin_launch
+    from tcsim.hw.launch import launcher
+    from tcsim.hw.ncu import profile
 
     rng = np.random.default_rng(0)
     rows, launches = [], []
@@ -92,7 +93,7 @@ def measure(path: str, runs: int, kernels: list[str] | None = None) -> None:
             print(f"{name} {acc or ''} {M}x{N}x{K}: {seconds * 1e3:.3f} ms, "
                   f"{2 * M * N * K / seconds / 1e12:.1f} TFLOP/s", flush=True)
             A, B, _ = (cupy.asnumpy(x) for x in sets[0])
-            launches.append(launch(kernel, A, B, label=name, **_params(name, acc)))
+            launches.append(twin_launch(kernel, A, B, label=name, **_params(name, acc)))
             del sets, D, go_set
     try:
         counters = profile(launches, tuple(SOL.values()) + OTHER)

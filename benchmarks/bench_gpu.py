@@ -7,18 +7,18 @@ launches that rotate over three sets of inputs (so no launch finds its operands 
 previous one). A spin kernel of ``LEAD_SECONDS`` runs before the start event, so the timed
 launch is already queued on the GPU when its interval opens: the events time the GPU, not the
 Python code that launches it (a launch whose CPU time outlasts the lead is left out of the
-median, and counted). At each shape cuBLAS, torch and the kernels take turns, one launch
-each per round, so that a clock that drops as the GPU warms up weighs on all of them alike.
-Every timed kernel's output is checked bit for bit against `tcsim.run` on one random block tile
-(that tile of D depends only on its rows of A and columns of B, so the sub-problem gives
-exactly the same bits). The ceilings are loops of one instruction with no memory traffic:
-mma.sync from registers (tcsim/hw/mma_peak.cu), wgmma m64n256k16 from one shared tile
-(tcsim/hw/wgmma_peak.cu, sm_90a); a kernel's "ceiling" column is the fraction of the ceiling of
-the instruction it issues (m16n8k8, m16n8k16 or wgmma) with its accumulator type; cuBLAS's row
-shows its fraction of the m16n8k8 f32 ceiling. TFLOP/s = 2 M N K / time. The kernels run with
-alpha 1 and each ``--beta`` (default 0, cuBLAS's matmul, which reads no C; kernel10 then reads
-none either); a row with beta 1 also shows its fraction of torch.addmm, which reads C as it
-does. Needs CuPy and a GPU.
+median, and counted). At each shape cuBLAS, torch and the kernels take turns, one launch each
+per round, so that a clock that drops as the GPU warms up weighs on all of them alike. Every
+timed kernel's output is checked bit for bit against `tcsim.run` on one random block tile (that
+tile of D depends only on its rows of A and columns of B, so the sub-problem gives exactly the
+same bits). The ceilings are loops of one instruction with no memory traffic: mma.sync from
+registers (benchmarks/cuda/mma_peak.cu), wgmma m64n256k16 from one shared tile
+(benchmarks/cuda/wgmma_peak.cu, sm_90a); a kernel's "ceiling" column is the fraction of the
+ceiling of the instruction it issues (m16n8k8, m16n8k16 or wgmma) with its accumulator type;
+cuBLAS's row shows its fraction of the m16n8k8 f32 ceiling. TFLOP/s = 2 M N K / time. The
+kernels run with alpha 1 and each ``--beta`` (default 0, cuBLAS's matmul, which reads no C;
+kernel10 then reads none either); a row with beta 1 also shows its fraction of torch.addmm,
+which reads C as it does. Needs CuPy and a GPU.
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ import subprocess
 import time
 from functools import partial
 
+import bench_cuda  # this folder's
 import numpy as np
 
 import tcsim
 from tcsim.hw import runtime
-from tcsim.hw.gemm import device_launch, launcher
+from tcsim.hw.kernels import device_launch
+from tcsim.hw.launch import launcher
 
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 2048),
           (2048, 8192, 4096)]
@@ -98,7 +100,7 @@ def mma_ceilings(runs: int) -> dict[str, float]:
     result = {}
     for shape, k in (("m16n8k8", 8), ("m16n8k16", 16)):
         for acc in ("f32", "f16"):
-            fn = runtime.kernel_function("mma_peak.cu", f"mma_peak_{shape}_{acc}")
+            fn = bench_cuda.function("mma_peak.cu", f"mma_peak_{shape}_{acc}")
             seconds = median_seconds(
                 partial(_peak, fn, (blocks,), (32 * warps,), (out, np.int32(iterations))), runs)
             flops = blocks * warps * iterations * chains * 2 * 16 * 8 * k
@@ -120,7 +122,7 @@ def wgmma_ceilings(runs: int) -> dict[str, float]:
     warpgroups, iterations, shared = 2, 4096, 40 * 1024
     result = {}
     for acc in ("f32", "f16"):
-        fn = runtime.kernel_function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, shared,
+        fn = bench_cuda.function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, shared,
                                      "sm_90a")
         seconds = median_seconds(lambda i, fn=fn: fn((blocks,), (128 * warpgroups,),
                                                      (out, np.int32(iterations),

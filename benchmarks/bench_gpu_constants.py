@@ -3,13 +3,13 @@
     python benchmarks/bench_gpu_constants.py [--json OUT.json] [--runs 5] [--only NAME ...]
     python benchmarks/bench_gpu_constants.py --describe OUT.json   # into tcsim/perf/gpus.json
 
-Every kernel is in tcsim/hw/microbench.cu (compiled through NVRTC by `tcsim.hw.runtime`). Each
-block's thread 0 records its SM id and clock64 / globaltimer at the start and the end of the
-timed region (both behind __syncthreads). A per-SM rate is the work every block on that SM did,
-summed, over that SM's own cycles (its last end minus its first start), the median over SMs.
-A whole-GPU rate is bytes or FLOPs over the median CUDA-event time of ``--runs`` launches after
-warm-up launches. Loop counts are calibrated at run time so that each timed launch takes the
-duration given below. Measurements:
+Every kernel is in benchmarks/cuda/microbench.cu (compiled through NVRTC by `tcsim.hw.runtime`).
+Each block's thread 0 records its SM id and clock64 / globaltimer at the start and the end of
+the timed region (both behind __syncthreads). A per-SM rate is the work every block on that SM
+did, summed, over that SM's own cycles (its last end minus its first start), the median over
+SMs. A whole-GPU rate is bytes or FLOPs over the median CUDA-event time of ``--runs`` launches
+after warm-up launches. Loop counts are calibrated at run time so that each timed launch takes
+the duration given below. Measurements:
 
 - sm_clock_ghz: SMs x 4 blocks x 256 threads run 8 independent FFMA chains each for ~50 ms;
   the longest SM's clock64 span over the event time (and, as a check, clock64 over
@@ -40,11 +40,11 @@ duration given below. Measurements:
 - l1_bytes_per_sm_per_cycle: SMs x 4 blocks x 256 threads each read the same 16 KiB with 16-byte
   plain ld.global loads, many times (L1 hits); global_load_sectors_per_sm_per_cycle is the same
   rate in 32-byte sectors; l1_bytes_per_sm_per_cycle_ld_ca uses ld.global.ca instead.
-- wgmma_m64n256k16_f16_<acc>_per_sm_per_cycle: tcsim/hw/wgmma_peak.cu with random f16 in its
+- wgmma_m64n256k16_f16_<acc>_per_sm_per_cycle: benchmarks/cuda/wgmma_peak.cu with random f16 in its
   shared tile, SMs x 1 block of 2 warpgroups (the Hopper twins' consumers), warpgroup wgmma
   over clock64 spans, ~50 ms; sm_clock_ghz_wgmma_<acc>_2ms and _50ms: the clock under that load
   in launches of ~2 ms (one large GEMM) and ~50 ms, as for sm_clock_ghz_tensor.
-- l2_tma_read_bytes_per_s (and per cycle, per SM per cycle): tcsim/hw/tma_bench.cu, SMs x 1
+- l2_tma_read_bytes_per_s (and per cycle, per SM per cycle): benchmarks/cuda/tma_bench.cu, SMs x 1
   block whose one thread keeps 6 stages x 4 boxes of 64 x 64 f16 (128-byte swizzle) in flight
   from an L2-resident 16 MiB matrix, ~5 ms; tma_latency_cycles: one block, one box at a time.
   l2_tma_read_bytes_per_s_share<n>: the same with groups of n SMs asking for the same boxes at
@@ -56,9 +56,9 @@ duration given below. Measurements:
   as soon as it lands; tiles in groups of 16 block rows (kernel8's order) or along N (GROUP_M
   0, kernel7's). Requested bytes / median event time, each launch behind a spin kernel.
 
-Each measurement is one function; one that fails prints its error and the others still run
-(the JSON's "errors" maps the function's name to the message). Needs CuPy and a GPU; the whole
-run takes well under two minutes on an H100.
+Each measurement is one function; one that fails prints its error and the others still run (the
+JSON's "errors" maps the function's name to the message). Needs CuPy and a GPU; the whole run
+takes well under two minutes on an H100.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+import bench_cuda  # this folder's
 import numpy as np
 
 SOURCE = "microbench.cu"
@@ -111,9 +112,8 @@ def entry(value: float, unit: str, method: str) -> Entry:
 
 
 def kernel(name: str):
-    from tcsim.hw import runtime
 
-    return runtime.kernel_function(SOURCE, name)
+    return bench_cuda.function(SOURCE, name)
 
 
 def records(blocks: int):
@@ -567,13 +567,12 @@ def wgmma_throughput(ctx: Context) -> Constants:
     the clock the GPU holds under that load: in launches of ~2 ms (one large GEMM) and ~50 ms."""
     import cupy
 
-    from tcsim.hw import runtime
 
     blocks = ctx.sms
     rec = records(blocks)
     out: Constants = {}
     for acc in ("f32", "f16"):
-        fn = runtime.kernel_function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, WGMMA_SHARED,
+        fn = bench_cuda.function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, WGMMA_SHARED,
                                      "sm_90a")
         sink = cupy.zeros(1, cupy.uint32)
 
@@ -612,20 +611,22 @@ def tma_reader(rows: int = TMA_MATRIX[0], cols: int = TMA_MATRIX[1], height: int
     shared memory its ring needs (at most TMA_RING's 192 KiB)."""
     import cupy
 
-    from tcsim.hw import runtime, tma
+    from tcsim.hw.launch import Launch, launcher
+    from tcsim.hw.memory import tma
     from tcsim.memory.tma import TensorMap
 
-    ring = TMA_RING[0] * TMA_RING[1] * TMA_BOX_BYTES
     matrix = cupy.zeros(rows * cols, cupy.uint16)
     encoded = tma.encode(TensorMap(rows, cols, 2, height, 64, "128B"), matrix.data.ptr)
-    fn = runtime.kernel_function("tma_bench.cu", "tma_read", None, ring + 1024, "sm_90a")
 
     def make(blocks: int, s: int, b: int, share: int, rec) -> Callable[[int], Callable[[], None]]:
         shared = s * b * height * 128 + 1024
 
         def at(iters: int, matrix=matrix) -> Callable[[], None]:  # the map's memory lives on
-            return lambda: tma.launch(fn, (blocks,), (32,), [
-                encoded, iters, s, b, height, rows // height, cols // 64, share, rec], shared)
+            return launcher(Launch(bench_cuda.source("tma_bench.cu"), "tma_read", (blocks,),
+                                   (32,), [encoded, iters, s, b, height, rows // height,
+                                           cols // 64, share, rec],
+                                   shared_bytes=shared, arch="sm_90a",
+                                   include=(str(bench_cuda.CUDA),)))
         return at
 
     return make
@@ -701,7 +702,8 @@ def tma_gemm_feed(ctx: Context) -> Constants:
     from bench_gpu import interleaved_medians  # this folder's: a spin kernel ahead of each launch
 
     import tcsim
-    from tcsim.hw.gemm import device_launch, launcher
+    from tcsim.hw.kernels import device_launch
+    from tcsim.hw.launch import launcher
 
     kernel = tcsim.kernels.kernel_named("kernel8")
     p = kernel.params(accumulate="f16")

@@ -22,7 +22,7 @@ import numpy as np
 
 import tcsim
 from tcsim.isa import samples
-from tcsim.isa.mma import thread_count
+from tcsim.isa.engine import thread_count
 
 
 def rate(fn, count: int, repeat: int) -> float:

@@ -30,7 +30,8 @@ import numpy as np
 from bench_gpu import _kernel, parse_shapes, references, variant_parser
 
 import tcsim
-from tcsim.hw.gemm import device_launch, launcher
+from tcsim.hw.kernels import device_launch
+from tcsim.hw.launch import launcher
 
 # nvmlClocksEventReasons bits (nvml.h), the ones a loaded GPU shows
 REASONS = {0x1: "idle", 0x4: "power cap", 0x8: "hw slowdown", 0x20: "sw thermal",

@@ -14,8 +14,8 @@ import numpy as np
 from bench_explain import _inputs, _params  # this folder's: the inputs its table measures
 
 import tcsim
-from tcsim.hw.gemm import launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 
 cases = [("kernel1", "f16"), ("kernel5", "f16"), ("kernel5", "f32"), ("kernel6", "f16"),
          ("kernel10", "f16"), ("kernel7", "f16"), ("wmma_basic", None), ("wmma_shared", None)]
@@ -25,7 +25,7 @@ launches = []
 for name, acc in cases:
     k = tcsim.kernels.kernel_named(name)
     A, B, _ = _inputs(k, S, S, S, rng)
-    launches.append(launch(k, A, B, label=name, **_params(name, acc)))
+    launches.append(twin_launch(k, A, B, label=name, **_params(name, acc)))
 metrics = ("breakdown:l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
            "breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed",
            "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",

@@ -39,7 +39,8 @@ def child(shapes: list[tuple[int, int, int]]) -> None:
     import numpy as np
 
     import tcsim
-    from tcsim.hw.gemm import device_launch, launcher
+    from tcsim.hw.kernels import device_launch
+    from tcsim.hw.launch import launcher
 
     rng = np.random.default_rng(0)
     for M, N, K in shapes:
@@ -63,7 +64,7 @@ def main() -> None:
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes]
     if args.child:
         return child(shapes)
-    from tcsim.hw.profile import find_ncu, parse_csv
+    from tcsim.hw.ncu import find_ncu, parse_csv
 
     cmd = [find_ncu(), "--clock-control", args.clock_control, "--csv", "--print-units", "base",
            "--metrics", ",".join(METRICS),

@@ -17,8 +17,8 @@ import sys
 import numpy as np
 from bench_gpu_constants import tma_copies  # this folder's: kernel8's copies alone
 
-from tcsim.hw.gemm import launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 
 METRICS = (
     "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second",
@@ -38,7 +38,7 @@ cases = {"kernel7": ("kernel7", None), "kernel8": ("kernel8", None),
          "copies, along N": ("kernel8", 0)}  # name, GROUP_M of the copies alone (None: the kernel)
 launches = []
 for label, (name, group_m) in cases.items():
-    base = launch(name, A, B, label=label, accumulate="f16")
+    base = twin_launch(name, A, B, label=label, accumulate="f16")
     launches.append(base if group_m is None else tma_copies(base, group_m))
 rows = []
 for label, c in zip(cases, profile(launches, METRICS)):

@@ -2,9 +2,9 @@
 
     python benchmarks/tma_patterns.py      # on the GPU (sm_90a)
 
-tcsim/hw/tma_bench.cu with taller boxes, 2 or 3 blocks per SM, larger matrices (one larger than
-L2) and rows of 16 KiB, as a K = 8192 GEMM's operands have. Each line: whole-GPU bytes per
-second (median of 5 launches of ~5 ms), the clock, and bytes per SM per cycle.
+benchmarks/cuda/tma_bench.cu with taller boxes, 2 or 3 blocks per SM, larger matrices (one
+larger than L2) and rows of 16 KiB, as a K = 8192 GEMM's operands have. Each line: whole-GPU
+bytes per second (median of 5 launches of ~5 ms), the clock, and bytes per SM per cycle.
 """
 
 import bench_gpu_constants as g  # this folder's

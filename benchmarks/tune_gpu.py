@@ -68,7 +68,7 @@ def main() -> None:
             except ValueError as exc:
                 print(f"skip {tiles} {acc}: {exc}")
                 continue
-            fn = runtime.kernel_function(kernel.source, kernel.entry, kernel.defines(params),
+            fn = runtime.function(kernel.source, kernel.entry, kernel.defines(params),
                                          params.shared_bytes)
             go = partial(_kernel, fn, params, sets, D, (n, n, n))
             seconds = median_seconds(go, args.runs)

@@ -55,7 +55,7 @@ def inputs(qualifier: str, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def main() -> int:
     from tcsim import hw
-    from tcsim.hw import wmma
+    from tcsim.hw.isa import wmma
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", type=Path)

@@ -2,12 +2,12 @@
 
     python scripts/explore_cluster.py [--runs 15] [--shapes 8192x8192x8192 ...] [--json FILE]
 
-The twin's CLUSTER_M define (tcsim/hw/hopper.cuh) groups CLUSTER_M persistent blocks computing
-vertically adjacent tiles into a cluster: each copies 1 / CLUSTER_M of B's boxes and multicasts
-them to all, so L2 serves B once per cluster. The simulator has no clusters yet; the variant's
-D must equal kernel8's bit for bit (the same wgmma on the same tiles), and kernel8's one
-random block tile is checked against `tcsim.run` as bench_gpu.py does. Timing as bench_gpu.py:
-cuBLAS, torch and the variants in turns, median of ``--runs``.
+The twin's CLUSTER_M define (tcsim/hw/kernels/hopper.cuh) groups CLUSTER_M persistent blocks
+computing vertically adjacent tiles into a cluster: each copies 1 / CLUSTER_M of B's boxes and
+multicasts them to all, so L2 serves B once per cluster. The simulator has no clusters yet; the
+variant's D must equal kernel8's bit for bit (the same wgmma on the same tiles), and kernel8's
+one random block tile is checked against `tcsim.run` as bench_gpu.py does. Timing as
+bench_gpu.py: cuBLAS, torch and the variants in turns, median of ``--runs``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from bench_gpu import (  # noqa: E402
 )
 
 import tcsim  # noqa: E402
-from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
+from tcsim.hw.kernels import device_launch  # noqa: E402
+from tcsim.hw.launch import launcher  # noqa: E402
 
 VARIANTS = {  # label -> (extra defines on kernel8's twin, persistent blocks or None: 132)
     "kernel8": ({}, None),

@@ -4,13 +4,13 @@ hides it.
     python scripts/explore_epilogue.py [--runs 15] [--shapes 8192x8192x8192 ...] [--json FILE]
 
 kernel8's time per tile fits t = a K + e with e about 7 us on the H100 (docs/kernels.md): at
-8192x4096x2048 a fifth of the time. The variants are defines of the twin (tcsim/hw/hopper.cuh):
-C_PREFETCH has the consumers issue `prefetch.global.L2` for their tile's C that many K tiles
-before the tile ends; EXPLORE_NO_C drops the C loads (a bound, not a kernel: D ignores C).
-cuBLAS runs both as cupy.matmul (beta 0: it never reads C) and as an in-place torch.addmm
-(beta 1), which reads C as every twin does. Timing as bench_gpu.py, once without the spin
-kernel ahead of each launch (as before 2026-11-24: the launch's CPU time counted) and once
-with it.
+8192x4096x2048 a fifth of the time. The variants are defines of the twin
+(tcsim/hw/kernels/hopper.cuh): C_PREFETCH has the consumers issue `prefetch.global.L2` for their
+tile's C that many K tiles before the tile ends; EXPLORE_NO_C drops the C loads (a bound, not a
+kernel: D ignores C). cuBLAS runs both as cupy.matmul (beta 0: it never reads C) and as an
+in-place torch.addmm (beta 1), which reads C as every twin does. Timing as bench_gpu.py, once
+without the spin kernel ahead of each launch (as before 2026-11-24: the launch's CPU time
+counted) and once with it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from bench_gpu import (  # noqa: E402
 )
 
 import tcsim  # noqa: E402
-from tcsim.hw.gemm import device_launch, launcher  # noqa: E402
+from tcsim.hw.kernels import device_launch  # noqa: E402
+from tcsim.hw.launch import launcher  # noqa: E402
 from tcsim.kernels.tma_epilogue import tensor_maps as epilogue_maps  # noqa: E402
 
 VARIANTS = {  # label -> extra defines on kernel8's twin

@@ -118,7 +118,7 @@ else
   nvcc -arch=sm_90 -cubin -o "$OUT/study_m8n8k4.cubin" scripts/study_m8n8k4.cu \
     && cuobjdump -sass "$OUT/study_m8n8k4.cubin" >"$OUT/m8n8k4_sass.txt" 2>&1
   rm -f "$OUT/study_m8n8k4.cubin"
-  ncu=$(python3 -c "from tcsim.hw.profile import find_ncu; print(find_ncu())" 2>/dev/null)
+  ncu=$(python3 -c "from tcsim.hw.ncu import find_ncu; print(find_ncu())" 2>/dev/null)
   [ -n "$ncu" ] && "$ncu" --query-metrics --chip gh100 2>&1 | grep -iE "shared|ldsm|ldgsts" \
     >"$OUT/ncu_shared_metrics.txt"
   export TCSIM_HW_LOG="$OUT/hw_results.jsonl"

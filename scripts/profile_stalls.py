@@ -14,8 +14,8 @@ import json
 import numpy as np
 
 import tcsim
-from tcsim.hw.gemm import launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 
 KEY = {
     "launch__registers_per_thread": "registers",
@@ -42,7 +42,7 @@ def main() -> None:
     A, B, C = (rng.uniform(-1, 1, (n, n)).astype(np.float16) for _ in range(3))
     cases = [(name, "f16") for name in tcsim.kernels.KERNELS] + [("kernel5", "f32"),
                                                                   ("kernel6", "f32")]
-    launches = [launch(name, A, B, C, 1.0, 0.0, accumulate=acc) for name, acc in cases]
+    launches = [twin_launch(name, A, B, C, 1.0, 0.0, accumulate=acc) for name, acc in cases]
     counters = profile(launches, tuple(KEY) + STALLS,
                        ("--section", "WarpStateStats", "--section", "Occupancy",
                         "--section", "LaunchStats"))

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 
 import tcsim
-from tcsim.hw.gemm import launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 from tcsim.trace import METRICS
 
 out = sys.argv[1]
@@ -22,7 +22,7 @@ for load in ("ld.global.v4.u32", "ld.global.cg.v4.u32", "ld.global.cs.v4.u32"):
         for M, N, K in [(512, 512, 512), (512, 512, 2048)]:
             A = rng.standard_normal((M, K)).astype(np.float16)
             B = rng.standard_normal((K, N)).astype(np.float16)
-            spec = launch(name, A, B, label=f"{name} {M}x{N}x{K} {load}")
+            spec = twin_launch(name, A, B, label=f"{name} {M}x{N}x{K} {load}")
             spec.defines = dict(spec.defines, TILE_LOAD=f'"{load}"')
             cases.append((name, (M, N, K), load, spec))
 counters = profile([c[3] for c in cases], METRICS)

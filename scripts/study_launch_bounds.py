@@ -37,7 +37,7 @@ def main() -> None:
                 if blocks * p.shared_bytes > 227 * 1024:
                     continue
                 defines = dict(kernel.defines(p), MIN_BLOCKS=blocks)
-                fn = runtime.kernel_function(kernel.source, kernel.entry, defines,
+                fn = runtime.function(kernel.source, kernel.entry, defines,
                                              p.shared_bytes)
                 seconds = median_seconds(partial(_kernel, fn, p, sets, D, (n, n, n)), 10)
                 print(f"{acc} {tiles} min_blocks {blocks}: {2 * n**3 / seconds / 1e12:.1f} "

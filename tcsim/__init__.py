@@ -3,7 +3,8 @@
 Start with `tcsim.mma` (one mma.sync instruction at matrix level), `tcsim.mma_regs` (the same
 at register level), `tcsim.fragment` (which lane holds which element) and `tcsim.Warp`; for
 whole kernels, `tcsim.trace(tcsim.kernel2, M, N, K)` (bank conflicts and counters per
-instruction site) and `tcsim.run(tcsim.kernel2, A, B, C)` (the kernel's output bits).
+instruction site) and `tcsim.run(tcsim.kernel2, A, B, C)` (the kernel's output bits); for a
+kernel of your own, `tcsim.Kernel` and the `tcsim.Machine` it issues on (docs/own-kernel.md).
 
 The subpackages resolve on first use after a plain ``import tcsim``: `tcsim.hw` (the GPU side,
 which imports CuPy only when a GPU function runs), `tcsim.memory`, `tcsim.kernels`, `tcsim.isa`.
@@ -37,6 +38,8 @@ from .isa.wmma import (
 )
 from .kernels import (
     GemmParams,
+    Kernel,
+    ProblemSizeError,
     kernel1,
     kernel2,
     kernel3,
@@ -52,6 +55,7 @@ from .kernels import (
     wmma_basic_fixed,
     wmma_shared,
 )
+from .kernels.blocks import SharedTile
 from .kernels.checks import (
     AsyncCopyRaceError,
     DivergentWarpError,
@@ -63,7 +67,11 @@ from .kernels.checks import (
 )
 from .kernels.executor import run
 from .kernels.happens_before import DescriptorLayoutError, ProxyFenceError, StageRaceError
+from .kernels.machine import Machine
 from .kernels.roles import DeadlockError, PhaseError, TransactionError
+from .memory.descriptors import MatrixDescriptor, SwizzleMode
+from .memory.layouts import ColumnMajor, RowMajor, Swizzle, Swizzled
+from .memory.tma import TensorMap
 from .precision import PrecisionTable, precision_study
 from .trace import Trace, trace
 
@@ -93,6 +101,9 @@ __all__ = [
     "supported_wgmma_qualifiers", "wgmma",
     "wgmma_fragment", "wgmma_regs", "WmmaSpec", "parse_wmma", "supported_wmma_qualifiers",
     "wmma", "wmma_fragment", "wmma_regs", "precision_study", "PrecisionTable",
+    # a kernel of your own (docs/own-kernel.md)
+    "Kernel", "Machine", "SharedTile", "ProblemSizeError", "RowMajor", "ColumnMajor", "Swizzle",
+    "Swizzled", "TensorMap", "MatrixDescriptor", "SwizzleMode",
 ]
 
 

@@ -8,6 +8,8 @@
     tcsim compare KERNEL KERNEL M N K          two kernels' counters side by side
     tcsim explain KERNEL M N K [--gpu H100-SXM] why it takes the time it does: the predicted
                                                time, the limiter, each unit's share
+    (KERNEL: a built-in name such as kernel5, or your own as path/to/file.py:NAME or
+    package.module:NAME; docs/own-kernel.md)
     tcsim precision [--k 16 64 ...] [--dots N] [--json PATH] [--plot PATH]
                                                f16 vs f32 accumulation error against K
     tcsim verify [--count N]                   quick simulator-against-GPU check
@@ -297,21 +299,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="given matrices A, B, C (np.savez) instead of random ones")
     m.set_defaults(run=_mma)
     kernels = list(KERNELS) + list(HOPPER_KERNELS) + list(SEED_KERNELS)
+    # a name is checked when it is resolved (tcsim.kernels.kernel_named): a user's kernel is
+    # FILE.py:NAME or package.module:NAME
+    spec = dict(metavar="KERNEL", help=f"{', '.join(kernels)}, or FILE.py:NAME or "
+                                       f"package.module:NAME (a Kernel of your own)")
     t = sub.add_parser("trace", help="per-site counters of a kernel (the ladder's or a seed's)",
                        description="Example: tcsim trace kernel1 4096 4096 4096 --block_k 32")
-    t.add_argument("kernel", choices=kernels)
+    t.add_argument("kernel", **spec)
     _add_kernel_options(t)
     t.add_argument("--json", action="store_true", help="print the trace as JSON")
     t.set_defaults(run=_trace)
     c = sub.add_parser("compare", help="two kernels' counters side by side",
                        description="Example: tcsim compare kernel1 kernel2 1024 1024 1024")
-    c.add_argument("kernels", nargs=2, choices=kernels, metavar="KERNEL")
+    c.add_argument("kernels", nargs=2, **spec)
     _add_kernel_options(c)
     c.set_defaults(run=_compare)
     e = sub.add_parser("explain", help="predicted time and what limits a kernel",
                        description="Example: tcsim explain kernel2 4096 4096 4096 --gpu T4 "
                                    "(docs/performance.md)")
-    e.add_argument("kernel", choices=kernels)
+    e.add_argument("kernel", **spec)
     _add_kernel_options(e)
     e.add_argument("--gpu", default="H100-SXM", choices=gpu_names())
     e.add_argument("--registers", type=_positive, metavar="N",

@@ -167,6 +167,9 @@ class Trace:
     # "local_bytes_per_thread".
     pipeline: dict = field(default_factory=dict)
     beta: float = 0.0  # the epilogue's: with 0, kernel10 reads no C
+    # The Kernel traced (a user's too): what `explain` reads its parameters and shared memory
+    # from. None for a trace made by hand: then ``kernel`` is looked up by name.
+    kernel_object: Kernel | None = field(default=None, repr=False, compare=False)
 
     def explain(self, gpu: str = "H100-SXM", registers: int | None = None):
         """Why this kernel takes the time it does on ``gpu``: `tcsim.perf.Explanation`
@@ -387,10 +390,12 @@ class Tracer(Counter, Machine):
     exhaustive (``checks`` other than "off"); address checks run always."""
 
     def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
-                 exhaustive: bool = False, checks: str = "raise", beta: float = 0.0) -> None:
+                 exhaustive: bool = False, checks: str = "raise", beta: float = 0.0,
+                 shared_bytes: int | None = None) -> None:
         self.exhaustive = exhaustive
         Counter.__init__(self)
-        Machine.__init__(self, kernel, params, M, N, K, checks if exhaustive else "off")
+        Machine.__init__(self, kernel, params, M, N, K, checks if exhaustive else "off",
+                         shared_bytes)
         self.beta = np.float32(beta)  # what the schedule sees: with 0 kernel10 reads no C
         self.report.mode = check_mode(checks)  # address errors follow it in either case
         for name, elements in (("block_k", params.block_k), ("block_n", params.block_n)):
@@ -570,7 +575,7 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
         raise TypeError(f"exhaustive must be True or False, got {exhaustive!r}")
     p = kernel.params(**params)
     tracer = Tracer(kernel.name, p, M, N, K, exhaustive, checks,
-                    real_scalar(beta, "beta", dtype=np.float32))
+                    real_scalar(beta, "beta", dtype=np.float32), kernel.shared_bytes(p))
     blocks = [(r, c) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])] \
         if exhaustive else [(0, 0)]
     label = f"tcsim.trace {kernel.name} M={tracer.M} N={tracer.N} K={tracer.K}"
@@ -586,4 +591,4 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
                 "fragments_ahead": tracer.fragments_early,
                 "local_bytes_per_thread": tracer.local_bytes}
     return Trace(kernel.name, (tracer.M, tracer.N, tracer.K), p.as_dict(), tracer.sites,
-                 tracer.report.problems, pipeline, float(tracer.beta))
+                 tracer.report.problems, pipeline, float(tracer.beta), kernel)

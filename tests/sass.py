@@ -1,12 +1,12 @@
-"""SASS of a CUDA source in tcsim/hw as ptxas emits it (nvcc and cuobjdump from the CUDA toolkit):
-the opcodes of each kernel, in order. Raises `ToolkitMissing` where the toolkit is absent."""
+"""SASS of a CUDA source of tcsim.hw (hand-written or generated) as ptxas emits it (nvcc and
+cuobjdump from the CUDA toolkit): the opcodes of each kernel, in order. Raises `ToolkitMissing`
+where the toolkit is absent."""
 
 import re
 import shutil
 import subprocess
 import tempfile
 from functools import cache
-from importlib.resources import files
 from pathlib import Path
 
 
@@ -20,11 +20,13 @@ def kernel_opcodes(source: str, arch: str = "sm_90") -> dict[str, tuple[str, ...
     for tool in ("nvcc", "cuobjdump"):
         if shutil.which(tool) is None:
             raise ToolkitMissing(f"{tool} not found: reading SASS needs the CUDA toolkit")
-    here = files("tcsim.hw")
+    from tcsim.hw import runtime
+
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "out.cubin"
-        subprocess.run(["nvcc", f"-arch={arch}", "-cubin", f"-I{here}", "-o", str(cubin),
-                        str(here / source)], check=True)
+        subprocess.run(["nvcc", f"-arch={arch}", "-cubin",
+                        *(f"-I{d}" for d in runtime.include_dirs()), "-o", str(cubin),
+                        str(runtime.source_path(source))], check=True)
         text = subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True,
                               capture_output=True, text=True).stdout
     out = {}

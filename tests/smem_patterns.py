@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tcsim.hw.smem_probes import SMEM_BYTES, SPELLINGS
+from tcsim.hw.memory.smem_probes import SMEM_BYTES, SPELLINGS
 from tcsim.memory.access import parse_instruction
 
 

@@ -1,23 +1,14 @@
-"""The committed CUDA probe source is what the generator writes, for every qualifier."""
-
-from importlib.resources import files
+"""The generated mma.sync probe source holds a probe kernel for every qualifier."""
 
 import tcsim
-from tcsim.hw.probes import probe_source
-
-
-def test_probes_cu_is_up_to_date():
-    committed = (files("tcsim.hw") / "probes.cu").read_text()
-    assert committed == probe_source(), (
-        "tcsim/hw/probes.cu is stale: run python -m tcsim.hw.probes > tcsim/hw/probes.cu"
-    )
+from tcsim.hw.isa.mma_probes import probe_name, probe_source
 
 
 def test_every_qualifier_has_a_probe_kernel():
-    source = (files("tcsim.hw") / "probes.cu").read_text()
+    source = probe_source()
     for q in tcsim.supported_qualifiers():
         spec = tcsim.parse(q)
-        assert f"void {spec.kernel_name}(" in source
+        assert f"void {probe_name(spec)}(" in source
         assert f'"mma.sync.aligned.{q} ' in source
 
 
@@ -27,12 +18,3 @@ def test_hw_reports_why_it_is_unavailable_or_runs():
     reason = hw.unavailable_reason()
     assert reason is None or ("CuPy" in reason or "GPU" in reason or "driver" in reason)
 
-
-def test_smem_probes_cu_is_up_to_date():
-    from tcsim.hw.smem_probes import probe_source as smem_source
-
-    committed = (files("tcsim.hw") / "smem_probes.cu").read_text()
-    assert committed == smem_source(), (
-        "tcsim/hw/smem_probes.cu is stale: run "
-        "python -m tcsim.hw.smem_probes > tcsim/hw/smem_probes.cu"
-    )

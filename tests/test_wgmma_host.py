@@ -11,19 +11,19 @@ import pytest
 import wgmma_batches
 
 import tcsim
-from tcsim.hw import warpgroup
+from tcsim.hw.isa import wgmma as hw_wgmma
 from tcsim.isa import samples
 from tcsim.isa.wgmma import parse_wgmma, wgmma_fragment
 from tcsim.memory import MatrixDescriptor
 
-WINDOW = 5 * warpgroup.ALIGN  # where the emulated probe's window starts
+WINDOW = 5 * hw_wgmma.ALIGN  # where the emulated probe's window starts
 
 
-def emulate(launch: warpgroup.Launch) -> np.ndarray:
+def emulate(launch: hw_wgmma.Batch) -> np.ndarray:
     """D's registers of one launch, as the probe kernel computes them on the modeled H100."""
     spec = parse_wgmma(launch.key[0])
     plan, n = launch.plan, launch.c.shape[0]
-    smem = np.zeros((n, WINDOW + plan.window_bytes + warpgroup.ALIGN), np.uint8)
+    smem = np.zeros((n, WINDOW + plan.window_bytes + hw_wgmma.ALIGN), np.uint8)
     where = WINDOW + plan.chunk_offsets[:, None].astype(np.int64) + np.arange(16)
     smem[:, where] = launch.tiles.reshape(n, -1, 16)
     mode = launch.mode
@@ -48,10 +48,10 @@ def emulate(launch: warpgroup.Launch) -> np.ndarray:
 
 @pytest.fixture
 def emulated(monkeypatch):
-    monkeypatch.setattr(warpgroup, "require_wgmma", lambda: None)
-    monkeypatch.setattr(warpgroup, "_run", emulate)
-    monkeypatch.setattr(warpgroup, "BATCH_BYTES", 1 << 20)  # several launches per call
-    return warpgroup
+    monkeypatch.setattr(hw_wgmma, "require_wgmma", lambda: None)
+    monkeypatch.setattr(hw_wgmma, "_run", emulate)
+    monkeypatch.setattr(hw_wgmma, "BATCH_BYTES", 1 << 20)  # several launches per call
+    return hw_wgmma
 
 
 CASES = [("m64n8k16.f32.f16.f16", "smem", {"trans_a": True, "scale_b": -1}, "128B"),
@@ -92,14 +92,14 @@ def test_a_wrong_descriptor_would_be_caught(emulated, rng, monkeypatch):
     args = (spec.format("a").from_bits(A), spec.format("b").from_bits(B),
             fc.to_registers(fc.gather_bits(C)))
     right = emulated.wgmma_regs(q, *args)
-    real = warpgroup._launches
+    real = hw_wgmma._batches
 
     def flipped(*a, **k):
         for launch in real(*a, **k):
-            yield warpgroup.Launch(launch.key, launch.plan, launch.mode | 1 << 4, launch.tiles,
+            yield hw_wgmma.Batch(launch.key, launch.plan, launch.mode | 1 << 4, launch.tiles,
                                    launch.a, launch.c, launch.d_registers)
 
-    monkeypatch.setattr(warpgroup, "_launches", flipped)
+    monkeypatch.setattr(hw_wgmma, "_batches", flipped)
     assert not np.array_equal(emulated.wgmma_regs(q, *args), right)
 
 

@@ -1,40 +1,26 @@
-"""The wgmma probes without a GPU: the committed CUDA source is the generator's, every probe and
-immediate variant is in it, and the shared-memory staging the host computes is read back by the
-descriptors it issues, as `tcsim.memory.MatrixDescriptor` models the H100 reading them."""
+"""The wgmma probes without a GPU: every probe and immediate variant is in the generated source,
+and the shared-memory staging the host computes is read back by the descriptors it issues, as
+`tcsim.memory.MatrixDescriptor` models the H100 reading them."""
 
 import re
-from importlib.resources import files
 
 import numpy as np
 import pytest
 
-from tcsim.hw.warpgroup import ALIGN, staging
-from tcsim.hw.wgmma_probes import PROBES, _variants, issue_header, probe_source
+from tcsim.hw.isa.wgmma import ALIGN, staging
+from tcsim.hw.isa.wgmma_probes import PROBES, _variants, probe_name, probe_source
 from tcsim.isa.wgmma import parse_wgmma, supported_wgmma_qualifiers
 from tcsim.memory import MatrixDescriptor
 
-SOURCE = (files("tcsim.hw") / "wgmma_probes.cu").read_text()
+SOURCE = probe_source()
 
 
-def test_wgmma_probes_cu_is_up_to_date():
-    assert SOURCE == probe_source(), (
-        "tcsim/hw/wgmma_probes.cu is stale: run "
-        "python -m tcsim.hw.wgmma_probes > tcsim/hw/wgmma_probes.cu")
-
-
-def test_wgmma_issue_header_is_up_to_date():
-    assert (files("tcsim.hw") / "wgmma_issue.cuh").read_text() == issue_header(), (
-        "tcsim/hw/wgmma_issue.cuh is stale: run "
-        "python -m tcsim.hw.wgmma_probes issue > tcsim/hw/wgmma_issue.cuh")
-
-
-def test_every_probe_is_in_the_source_under_its_own_guard():
+def test_every_probe_is_in_the_source():
     assert len(PROBES) == len(set(PROBES))
-    for i, (q, a_source) in enumerate(PROBES):
+    for q, a_source in PROBES:
         spec = parse_wgmma(q)
-        guard = f"#if !defined(TCSIM_WGMMA_PROBE) || TCSIM_WGMMA_PROBE == {i}  // {q} A from"
-        assert guard in SOURCE
-        assert f"void __launch_bounds__(128) {spec.kernel_name(a_source)}(" in SOURCE
+        assert f"// {q}, A from {a_source}\n" in SOURCE
+        assert f"void __launch_bounds__(128) {probe_name(spec, a_source)}(" in SOURCE
         assert f'"wgmma.mma_async.sync.aligned.{q} ' in SOURCE
     assert SOURCE.count("defined(__CUDA_ARCH_FEAT_SM90_ALL)") == 1
 
@@ -55,7 +41,7 @@ def test_probes_cover_each_family_type_pair_and_n():
     ("m64n8k16", "m64n256k16.f16", "m64n24k8", "m64n200k32", "m64n208k32"))])
 def test_switch_holds_exactly_the_legal_immediates(qualifier, a_source):
     spec = parse_wgmma(qualifier)
-    name = spec.kernel_name(a_source)
+    name = probe_name(spec, a_source)
     body = SOURCE[SOURCE.index(f"void __launch_bounds__(128) {name}("):]
     body = body[:body.index("default:")]
     cases = sorted(int(c) for c in re.findall(r"case (\d+):", body))

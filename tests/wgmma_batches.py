@@ -181,13 +181,13 @@ class Verdict:
 def check(batch: Batch, fp8_matches: int = 0) -> Verdict:
     """Run a batch on the GPU and in the simulator (in a worker process: both at once on
     every core) and compare D's registers bit for bit."""
-    from tcsim.hw import warpgroup
+    from tcsim.hw.isa import wgmma as hw_wgmma
 
     A, B, C = batch.matrices()
     operands = batch.operands(A, B, C)
     options = dict(batch.options)
     t0 = time.perf_counter()
-    d_hw = warpgroup.wgmma_regs(batch.qualifier, *operands, swizzle=batch.swizzle, **options)
+    d_hw = hw_wgmma.wgmma_regs(batch.qualifier, *operands, swizzle=batch.swizzle, **options)
     t1 = time.perf_counter()
     d_sim = tcsim.wgmma_regs(batch.qualifier, *operands, **options)
     t2 = time.perf_counter()

@@ -1,4 +1,12 @@
-"""The GPU side of tcsim: CUDA sources, the CuPy runner and the probes that prove the model.
+"""The GPU side of tcsim, mirroring the model room by room (docs/architecture.md):
+
+- ``isa/``: each instruction family run on the GPU (``mma``, ``wmma``, ``wgmma``) with the
+  model's signatures, and the generators of their probes (``<family>_probes``);
+- ``memory/``: shared-memory probes and the driver's tensor maps;
+- ``kernels/``: the kernels' CUDA twins (written from each `Kernel`) and their headers;
+- ``runtime`` (the GPU, the one compile path), ``launch`` (the one `Launch`), ``generate``
+  (every generated source: ``python -m tcsim.hw.generate DIR``), ``ncu`` (Nsight Compute
+  counters) and ``sanitize`` (compute-sanitizer).
 
 Everything here needs an NVIDIA GPU and CuPy; `available()` and `unavailable_reason()` say
 whether this machine has them. Importing this package never imports CuPy: that happens when a
@@ -6,11 +14,12 @@ GPU function runs, and without a usable GPU those functions raise `HardwareUnava
 message says why (no CuPy, no driver, no device).
 """
 
-from .gemm import run
-from .mma import mma, mma_regs
-from .profile import Launch, profile
+from .isa.mma import mma, mma_regs
+from .isa.wgmma import wgmma, wgmma_regs
+from .kernels import run
+from .launch import Launch
+from .ncu import profile
 from .runtime import HardwareUnavailable, available, device_name, unavailable_reason
-from .warpgroup import wgmma, wgmma_regs
 
 __all__ = [
     "HardwareUnavailable", "Launch", "available", "device_name", "mma", "mma_regs", "profile",

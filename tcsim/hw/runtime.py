@@ -1,9 +1,10 @@
-"""Running tcsim's CUDA sources on the present GPU through CuPy (NVRTC).
+"""The present GPU and the one compile path: CUDA text compiled through CuPy (NVRTC).
 
-This module owns the GPU side of the harness: finding a usable GPU, compiling the ``.cu`` files
-beside it for the device's architecture, and launching kernels on raw arrays. CuPy is imported
-inside the functions that need it, never when this module is imported, so ``import tcsim.hw``
-works (and says why the GPU is unusable) on a machine without CuPy or a GPU.
+This module owns finding a usable GPU, finding a CUDA source by name (hand-written in the
+package or generated) and compiling source text for the device's architecture; `tcsim.hw.launch`
+runs what it compiles. CuPy is imported inside the functions that need it, never when this
+module is imported, so ``import tcsim.hw`` works (and says why the GPU is unusable) on a machine
+without CuPy or a GPU.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from functools import cache, lru_cache
 from importlib.resources import files
+from pathlib import Path
 
 
 class HardwareUnavailable(RuntimeError):
@@ -71,52 +73,89 @@ def require_arch(arch: str) -> None:
         raise HardwareUnavailable(f"this kernel needs an {arch} GPU; this one is sm_{have}")
 
 
-def module(filename: str, defines: dict[str, int] | None = None, arch: str | None = None):
-    """The CUDA source ``tcsim/hw/<filename>`` compiled for the present GPU, with ``-D`` defines;
-    ``arch`` overrides the target (``"sm_90a"`` for wgmma)."""
-    return _module(filename, tuple(sorted((defines or {}).items())), arch)
+def source_text(name: str) -> str:
+    """The text of the CUDA source ``name``: generated (`tcsim.hw.generate`) or a hand-written
+    file of the package."""
+    from . import generate
+
+    if name in generate.generators():
+        return generate.text(name)
+    return _package_file(name).read_text()
+
+
+def source_path(name: str) -> Path:
+    """A file on disk holding the CUDA source ``name`` (a generated one is written first)."""
+    from . import generate
+
+    if name in generate.generators():
+        return generate.path(name)
+    return _package_file(name)
 
 
 @cache
-def _module(filename: str, defines: tuple[tuple[str, int], ...], target: str | None = None):
+def _package_file(name: str) -> Path:
+    found = sorted(Path(str(files("tcsim.hw"))).rglob(name))
+    if not found:
+        raise FileNotFoundError(f"no CUDA source {name!r} in tcsim.hw, hand-written or generated")
+    return found[0]
+
+
+def include_dirs() -> tuple[Path, ...]:
+    """Where a source's quoted includes are found: the folders of the package's headers, then
+    the generated headers'."""
+    from . import generate
+
+    here = Path(str(files("tcsim.hw")))
+    return (*sorted({p.parent for p in here.rglob("*.cuh")}), generate.header_directory())
+
+
+def compile(source: str, defines: dict[str, int] | None = None, arch: str | None = None,
+            include: tuple[str, ...] = ()):
+    """The CUDA text ``source`` (or the name of one, see `source_text`) compiled for the present
+    GPU, with ``-D`` defines; ``arch`` overrides the target (``"sm_90a"``: Hopper-only code,
+    with TCSIM_SM90A defined, which guards it); ``include``: more ``-I`` folders. Compiled
+    once per process; CuPy's disk cache keys on the text, the options and the headers."""
+    if arch:
+        require_arch(arch)
+        if arch == "sm_90a":
+            defines = {**(defines or {}), "TCSIM_SM90A": 1}
+    text = source if "\n" in source else source_text(source)
+    return _compile(text, tuple(sorted((defines or {}).items())), arch or None, tuple(include))
+
+
+@cache
+def _compile(source: str, defines: tuple[tuple[str, int], ...], target: str | None,
+             include: tuple[str, ...]):
     require()
     import cupy
 
-    here = files("tcsim.hw")
+    folders = (*include_dirs(), *map(Path, include))
     # CuPy's on-disk kernel cache keys on the source text and options, not on the headers it
     # includes: without their digest in the text, an edited or upgraded header would run the
     # binary compiled from the old one (it did, in an exploration on the H100).
-    source = f"// tcsim headers {_headers_digest()}\n" + (here / filename).read_text()
+    text = f"// tcsim headers {_headers_digest(folders)}\n" + source
     arch = f"--gpu-architecture={target or 'sm_' + compute_capability()}"
-    options = ("--std=c++17", arch, f"-I{here}", *(f"-D{k}={v}" for k, v in defines))
-    return cupy.RawModule(code=source, options=options)
+    options = ("--std=c++17", arch, *(f"-I{d}" for d in folders),
+               *(f"-D{k}={v}" for k, v in defines))
+    return cupy.RawModule(code=text, options=options)
 
 
 @cache
-def _headers_digest() -> str:
-    """SHA-256 of every header in tcsim/hw (names and contents)."""
+def _headers_digest(folders: tuple[Path, ...]) -> str:
+    """SHA-256 of every header in ``folders`` (names and contents)."""
     digest = hashlib.sha256()
-    for path in sorted(files("tcsim.hw").iterdir(), key=lambda p: p.name):
-        if path.name.endswith((".cuh", ".h")):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for folder in folders:
+        for path in sorted(folder.iterdir(), key=lambda p: p.name):
+            if path.name.endswith((".cuh", ".h")):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
-def kernel_function(filename: str, name: str, defines: dict[str, int] | None = None,
-                    shared_bytes: int = 0, arch: str = ""):
-    """A compiled kernel, allowed ``shared_bytes`` of dynamic shared memory; ``arch`` "sm_90a"
-    compiles the Hopper-only code (and defines TCSIM_SM90A, which guards it)."""
-    if arch:
-        require_arch(arch)
-        defines = {**(defines or {}), "TCSIM_SM90A": 1} if arch == "sm_90a" else defines
-    fn = module(filename, defines, arch or None).get_function(name)
+def function(source: str, name: str, defines: dict[str, int] | None = None,
+             shared_bytes: int = 0, arch: str = "", include: tuple[str, ...] = ()):
+    """The kernel ``name`` of `compile`'s module, allowed ``shared_bytes`` of dynamic shared
+    memory."""
+    fn = compile(source, defines, arch, include).get_function(name)
     if shared_bytes > 48 * 1024:  # above the default limit a kernel must opt in
         fn.max_dynamic_shared_size_bytes = shared_bytes
     return fn
-
-
-def launch_per_warp(filename: str, kernel: str, count: int, *args, warps_per_block: int = 8):
-    """Launch ``kernel`` with one warp per item for ``count`` items."""
-    fn = module(filename).get_function(kernel)
-    blocks = max(1, -(-count // warps_per_block))
-    fn((blocks,), (32 * warps_per_block,), args)

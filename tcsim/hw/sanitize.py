@@ -118,7 +118,7 @@ def _child(name: str, M: int, N: int, K: int, effect: bool = False) -> None:
 
     from ..kernels import kernel_named
     from ..kernels.executor import run as simulate
-    from .gemm import run
+    from .kernels import run
 
     cupy.cuda.set_allocator(None)  # no pool: each array is its own allocation
     rng = np.random.default_rng(0)

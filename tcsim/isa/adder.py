@@ -3,7 +3,7 @@
 One step adds G exact products and an accumulator term in a single operation: every term is
 aligned to the largest exponent among them, truncated toward zero to ``fraction_bits`` bits
 below that exponent, and the truncated terms are added exactly. This module owns that step
-and the rules for infinities and NaN; `tcsim.isa.mma` chains steps and rounds the result.
+and the rules for infinities and NaN; `tcsim.isa.engine` chains steps and rounds the result.
 
 Exactness. A step works on integers: each truncated term is an integer multiple of the
 quantum ``2**(emax - fraction_bits)`` and the sum is an int64 count of quanta. Product terms are

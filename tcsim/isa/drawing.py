@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import colorsys
 from html import escape
+from typing import TYPE_CHECKING
 
-from .fragments import FragmentMap
+if TYPE_CHECKING:  # a FragmentMap draws itself with these: no import back at run time
+    from .fragments import FragmentMap
 
 CELL_W, CELL_H, MARGIN = 46, 30, 28
 

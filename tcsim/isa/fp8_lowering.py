@@ -19,6 +19,7 @@ from functools import cache
 
 import numpy as np
 
+from .engine import adder_bits, flatten, for_each_chunk
 from .formats import F16, FloatFormat
 from .profiles import ArchProfile
 from .qualifier import MmaSpec, parse
@@ -51,22 +52,20 @@ def _step_operands(fmt: FloatFormat, bits: np.ndarray, k_axis: int):
 def fp8_lowering_bits(spec: MmaSpec, A: np.ndarray, B: np.ndarray, C: np.ndarray,
                       arch: ArchProfile) -> np.ndarray:
     """D bits (..., M, N) from fp8 A (..., M, K), B (..., K, N) and C (..., M, N) bits."""
-    # The f16 engine; imported here because tcsim.isa.mma imports this module.
-    from .mma import _flatten, for_each_chunk, mma_bits
-
     step = parse(step_qualifier(spec))
     fa, fb, fd = spec.format("a"), spec.format("b"), spec.format("d")
     nan = arch.rule("f16").nan_bits[spec.d_type]
-    batch, (A, B, C) = _flatten([A, B, C])
+    rule = arch.check(step)  # the f16 steps: one pass of the adder each
+    batch, (A, B, C) = flatten([A, B, C])
     D = np.empty(C.shape, fd.uint)
 
     def work(s: int, e: int) -> None:
-        # One chunk at a time, widening to adding: cache-sized, and the steps' mma_bits calls
+        # One chunk at a time, widening to adding: cache-sized, and the steps' adder_bits calls
         # stay within the chunk (they never wait for the thread pool this runs on).
         a1, a2 = _step_operands(fa, A[s:e], -1)
         b1, b2 = _step_operands(fb, B[s:e], -2)
-        d = mma_bits(step, a1, b1, np.zeros((e - s, spec.m, spec.n), fd.uint), arch)
-        d = mma_bits(step, a2, b2, d, arch)
+        d = adder_bits(step, a1, b1, np.zeros((e - s, spec.m, spec.n), fd.uint), rule)
+        d = adder_bits(step, a2, b2, d, rule)
         D[s:e] = add_nearest(fd, C[s:e], d, nan)
 
     for_each_chunk(A.shape[0], work)

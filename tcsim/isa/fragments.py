@@ -254,7 +254,7 @@ def store_batch_last(destination: np.ndarray, source: np.ndarray) -> None:
     numpy walks the destination in order and reads one element from each source row in
     turn. That is fast when a row is not a multiple of 1 KiB long: such rows map to the same
     few cache sets and evict one another (with 2,048 f32 elements a row, the copy is six times
-    slower). `tcsim.isa.mma.CHUNK` is chosen to avoid that.
+    slower). `tcsim.isa.engine.CHUNK` is chosen to avoid that.
     """
     np.copyto(np.moveaxis(destination, 0, -1), source)
 

@@ -24,7 +24,7 @@ CANONICAL_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF}
 
 
 # Products per pass: the (8, 8, CHUNK) float32 arrays stay in cache; not 8,192, for the reason
-# `tcsim.isa.mma.CHUNK` gives.
+# `tcsim.isa.engine.CHUNK` gives.
 CHUNK = 8128
 
 

@@ -117,11 +117,6 @@ class MmaSpec(OperandTypes):
         """m8n8k4: a warp computes 4 independent products (one per quad-pair); others: 1."""
         return 4 if (self.m, self.n, self.k) == QUAD_PAIR else 1
 
-    @property
-    def kernel_name(self) -> str:
-        """Name of this instruction's probe kernel in tcsim/hw/probes.cu."""
-        return "probe_mma_" + self.qualifier.replace(".", "_")
-
 
 def _operand(name: str) -> str:
     op = name.lower() if isinstance(name, str) else None

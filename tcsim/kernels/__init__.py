@@ -31,15 +31,19 @@ HOPPER_KERNELS = {k.name: k for k in (kernel7, kernel8, kernel9, kernel10)}
 
 
 def kernel_named(name: str | Kernel) -> Kernel:
-    """A kernel of the ladder, or a planted-bug variant (tcsim.kernels.planted), by name (a
-    `Kernel` is returned as it is)."""
+    """A kernel of the ladder, or a planted-bug variant (tcsim.kernels.planted), by name; a
+    kernel of your own by ``path/to/file.py:NAME`` or ``package.module:NAME``
+    (`tcsim.kernels.resolve`); a `Kernel` is returned as it is."""
     from .planted import PLANTED
+    from .resolve import is_spec, resolve
 
     if isinstance(name, Kernel):
         return name
     if not isinstance(name, str):
         raise TypeError(f"kernel must be a Kernel such as tcsim.kernel1 or a name such as "
                         f"'kernel1', got {name!r}")
+    if is_spec(name):
+        return resolve(name)
     # One list for the lookup and the message, so that the message names every kernel taken.
     registry = {"the ladder": KERNELS, "Hopper's": HOPPER_KERNELS, "the seeds'": SEED_KERNELS,
                 "the planted bugs": PLANTED}
@@ -47,7 +51,8 @@ def kernel_named(name: str | Kernel) -> Kernel:
         if name in kernels:
             return kernels[name]
     known = "; ".join(f"{label} {', '.join(kernels)}" for label, kernels in registry.items())
-    raise ValueError(f"no kernel named {name!r}; known: {known}")
+    raise ValueError(f"no kernel named {name!r}; known: {known}; or a kernel of your own as "
+                     f"FILE.py:NAME or package.module:NAME")
 
 
 __all__ = ["GemmParams", "HOPPER_KERNELS", "KERNELS", "Kernel", "ProblemSizeError",

@@ -1,7 +1,7 @@
 """Building blocks the kernel ladder shares: shared tiles, copies, fragments, mma, epilogue.
 
 Each function issues warp-wide instructions on a `Machine` (see machine.py for the array
-conventions) and has a same-named device function in ``tcsim/hw/gemm.cuh`` that issues the same
+conventions) and has a same-named device function in ``tcsim/hw/kernels/gemm.cuh`` issuing the same
 instructions at the same addresses. Lane and register positions come from tcsim's fragment
 tables (`tcsim.isa.fragments`), never from hand-written formulas.
 """
@@ -32,6 +32,16 @@ class SharedTile:
     def address(self, rows, cols) -> np.ndarray:
         """Byte addresses of elements (rows, cols) of the tile."""
         return self.base + byte_addresses(self.layout.offset(rows, cols), self.element_bytes)
+
+    @property
+    def size(self) -> int:
+        """Bytes the tile spans, padding and swizzle included (the layout's capacity)."""
+        return self.layout.capacity * self.element_bytes
+
+    @property
+    def end(self) -> int:
+        """The byte after the tile: where the next tile may start."""
+        return self.base + self.size
 
     @property
     def swizzle(self) -> Swizzle:

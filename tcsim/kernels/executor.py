@@ -33,10 +33,10 @@ MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size t
 class Executor(Machine):
     def __init__(self, kernel: str, params: GemmParams, A: np.ndarray, B: np.ndarray,
                  C: np.ndarray, D: np.ndarray, alpha: np.float32, beta: np.float32,
-                 checks: str = "raise") -> None:
+                 checks: str = "raise", shared_bytes: int | None = None) -> None:
         M, K = A.shape
         N = B.shape[1]
-        super().__init__(kernel, params, M, N, K, checks)
+        super().__init__(kernel, params, M, N, K, checks, shared_bytes)
         self.alpha, self.beta = np.float32(alpha), np.float32(beta)
         self.memory = {"A": A.reshape(-1), "B": B.reshape(-1), "C": C.reshape(-1),
                        "D": D.reshape(-1)}
@@ -45,11 +45,11 @@ class Executor(Machine):
 
     def begin_blocks(self, rows, cols) -> None:
         super().begin_blocks(rows, cols)
-        self.shared = np.zeros((self.block_rows.size, self.params.shared_bytes // 4), np.uint32)
+        self.shared = np.zeros((self.block_rows.size, -(-self.shared_bytes // 4)), np.uint32)
         self.local = None  # each thread's local memory, made by the first local access
         # Roles order their accesses through mbarrier phases: happens-before, not intervals.
         self.phases = None if self.report.mode == "off" else PhaseChecker(
-            self.report, self.params.shared_bytes, lambda: self.describe(0, None, None))
+            self.report, self.shared_bytes, lambda: self.describe(0, None, None))
 
     def _local_words(self) -> np.ndarray:
         if self.local is None:
@@ -311,7 +311,8 @@ def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
     A, B, C = (np.ascontiguousarray(x) for x in (A, B, C))
     A, B, C = (x.view(np.uint16 if x.itemsize == 2 else np.uint32) for x in (A, B, C))
     D = np.zeros_like(C)
-    ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta), checks)
+    ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta), checks,
+                  kernel.shared_bytes(params))
     groups = block_tiles(params, ex.M, ex.N)
     acc_bytes = params.warps * params.warp_m * params.warp_n * (2 if params.accumulate == "f16"
                                                                 else 4)

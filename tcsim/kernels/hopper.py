@@ -36,16 +36,24 @@ class HopperInstructions:
     """What a warp-specialized schedule may do beyond the ladder's instructions."""
 
     tensor_maps: dict[str, TensorMap]  # by operand, set by Kernel.issue
+    shared_bytes: int  # the block's shared memory (the Machine's)
+    shared_tiles: tuple = ()  # the kernel's SharedTiles, set by Kernel.issue
 
     def mbarriers(self, name: str, address: int, count: int, arrivals: int) -> Barriers:
         """``mbarrier.init`` of ``count`` barriers from shared byte ``address``, each phase
         expecting ``arrivals`` arrivals (one thread initializes them; a barrier follows)."""
         end = address + BARRIER_BYTES * count
-        if address % BARRIER_BYTES or address < 0 or end > self.params.shared_bytes:
+        if address % BARRIER_BYTES or address < 0 or end > self.shared_bytes:
             raise SharedAddressError(
                 f"{self.kernel}: mbarriers {name!r} at {address:#x} (+{end - address} bytes) "
-                f"must be 8-byte aligned inside the block's {self.params.shared_bytes} bytes",
+                f"must be 8-byte aligned inside the block's {self.shared_bytes} bytes",
                 site=name, address=address)
+        for tile in self.shared_tiles:  # a barrier is not data: it may not share a tile's bytes
+            if address < tile.end and tile.base < end:
+                raise SharedAddressError(
+                    f"{self.kernel}: mbarriers {name!r} at bytes {address:,}..{end:,} overlap "
+                    f"tile {tile.operand} at bytes {tile.base:,}..{tile.end:,}",
+                    site=name, address=address)
         barriers = Barriers(name, address, count, arrivals)
         self._mbarrier_init(name, barriers)
         return barriers
@@ -95,11 +103,11 @@ class HopperInstructions:
                              f"{operand} (it has {', '.join(self.tensor_maps) or 'none'})")
         tensor_map = self.tensor_maps[operand]
         if address % SHARED_ALIGN or address < 0 or \
-                address + tensor_map.box_bytes > self.params.shared_bytes:
+                address + tensor_map.box_bytes > self.shared_bytes:
             raise SharedAddressError(
                 f"{self.kernel} site {site!r}: a TMA box of {tensor_map.box_bytes} bytes at "
                 f"{address:#x} must be {SHARED_ALIGN}-byte aligned inside the block's "
-                f"{self.params.shared_bytes} bytes", site=site, address=address)
+                f"{self.shared_bytes} bytes", site=site, address=address)
         p = self.params
         tile = (self.block_rows * p.block_m, self.block_cols * p.block_n)
         origin_rows, origin_cols = {"A": (tile[0], k_tile * p.block_k),

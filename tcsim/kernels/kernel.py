@@ -1,11 +1,13 @@
-"""`Kernel`: one rung of the ladder (or a seed's kernel), its schedule, default tiles and the
-name of its CUDA twin."""
+"""`Kernel`: one rung of the ladder (or a seed's kernel), its schedule, default tiles and what
+its CUDA twin needs (the schedule the twin calls, its defines and its launch)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..isa.validate import integer
+from .allocation import block_bytes, check_tiles
 from .blocks import SharedTile
 from .machine import Machine
 from .params import GemmParams
@@ -15,11 +17,13 @@ from .params import GemmParams
 class Kernel:
     """A GEMM kernel ``D = alpha * A @ B + beta * C`` (f16 in and out) as a schedule.
 
-    ``program(machine, params, A_smem, B_smem)`` issues the kernel's instructions on the
+    ``program(machine, params, *tiles)`` issues the kernel's instructions on the
     shared-memory tiles that ``tiles(params)`` gives (none for a kernel without shared
-    tiles: then ``program(machine, params)``); ``source`` is the CUDA twin in
-    ``tcsim/hw``; ``requires`` checks what this
-    kernel asks of the tile sizes beyond `GemmParams`' own rules.
+    tiles: then ``program(machine, params)``); ``source`` names its CUDA twin, which `tcsim.hw`
+    writes from ``twin_schedule`` or, for a seed's kernel, keeps hand-written; ``requires``
+    checks what this kernel asks of the tile sizes beyond `GemmParams`' own rules. The block's
+    shared memory is sized from the tiles (`shared_bytes`); docs/own-kernel.md writes one from
+    scratch.
     """
 
     name: str
@@ -27,7 +31,8 @@ class Kernel:
     program: Callable[..., None]
     tiles: Callable[[GemmParams], tuple[SharedTile, ...]]
     defaults: GemmParams
-    requires: Callable[[GemmParams], None] = lambda p: one_stage_m16n8k8(p)
+    # nothing beyond GemmParams' rules unless the kernel says (a user's kernel need not)
+    requires: Callable[[GemmParams], None] = lambda p: None
     twin: str = ""  # the CUDA kernel this one compiles from, when not its own name
     # The twin's __launch_bounds__ minimum blocks per SM, by accumulator type: the compiler
     # keeps registers to fit that many (too many spills, too few starves the tensor cores).
@@ -46,8 +51,14 @@ class Kernel:
     # The GPU architecture the twin needs beyond the device's own ("sm_90a": wgmma and TMA).
     arch: str = ""
     # The tensor maps the twin takes after the ladder's parameters, for (params, M, N, K):
-    # (operand, TensorMap) pairs, encoded by the host (tcsim.hw.tma) in this order.
+    # (operand, TensorMap) pairs, encoded by the host (tcsim.hw.memory.tma) in this order.
     tensor_maps: Callable[[GemmParams, int, int, int], tuple] = lambda p, M, N, K: ()
+    # The block's shared memory in bytes, for a kernel that states it; None: sized from the
+    # tiles (`shared_bytes`).
+    shared: Callable[[GemmParams], int] | None = None
+    # The CUDA schedule the twin calls (a template in gemm.cuh, or hopper.cuh for sm_90a),
+    # from which tcsim.hw writes the twin; "" for a hand-written twin (the seeds').
+    twin_schedule: str = ""
 
     @property
     def entry(self) -> str:
@@ -62,15 +73,27 @@ class Kernel:
         """The defaults with ``overrides`` applied (or ``params``), checked for this kernel."""
         p = (params or self.defaults).with_overrides(**overrides)
         self.requires(p)
-        self.tiles(p)  # layouts check their own requirements (a swizzle needs powers of two)
+        # layouts check their own requirements (a swizzle needs powers of two); the tiles
+        # must not overlap and must fit the block (`tcsim.kernels.allocation`)
+        check_tiles(self.name, self.tiles(p), self.shared_bytes(p), self.shared is not None)
         return p
+
+    def shared_bytes(self, p: GemmParams) -> int:
+        """The block's shared memory: ``shared(p)`` when the kernel states it, else the larger
+        of what the tiles span (padding and swizzles included) and `GemmParams.shared_bytes`
+        (the stages and barriers a schedule places beyond its tiles)."""
+        stated = None if self.shared is None else integer(
+            self.shared(p), f"{self.name}: shared(params), the block's bytes,", minimum=0,
+            type_error=ValueError)
+        return block_bytes(self.name, self.tiles(p), p.shared_bytes, stated)
 
     def issue(self, machine: Machine) -> None:
         """Run the schedule on ``machine`` (an executor or a tracer)."""
         machine.allocate_local(self.local_bytes(machine.params))
         machine.tensor_maps = dict(self.tensor_maps(machine.params, machine.M, machine.N,
                                                     machine.K))
-        self.program(machine, machine.params, *self.tiles(machine.params))
+        machine.shared_tiles = tiles = self.tiles(machine.params)
+        self.program(machine, machine.params, *tiles)
 
     def check_epilogue(self, C, alpha, beta) -> None:
         """A kernel that stores A @ B refuses a C, alpha or beta it would ignore."""

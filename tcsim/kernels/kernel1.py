@@ -14,7 +14,7 @@ from .blocks import (
     shared_tiles,
     zero_accumulators,
 )
-from .kernel import Kernel
+from .kernel import Kernel, one_stage_m16n8k8
 from .params import GemmParams
 
 
@@ -32,4 +32,4 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
 kernel1 = Kernel("kernel1", "hierarchical tiling, row-major shared tiles", program,
                  lambda p: shared_tiles(p, swizzled=False),
                  GemmParams(block_m=256, block_n=128, block_k=64, warp_m=64, warp_n=64,
-                            warp_k=32))
+                            warp_k=32), one_stage_m16n8k8, twin_schedule="gemm_tiled")

@@ -11,4 +11,4 @@ from .kernel1 import kernel1
 
 kernel2 = Kernel("kernel2", "kernel1 with swizzled shared tiles (conflict-free)",
                  kernel1.program, lambda p: shared_tiles(p, swizzled=True),
-                 kernel1.defaults)
+                 kernel1.defaults, kernel1.requires, twin_schedule="gemm_tiled")

@@ -15,7 +15,7 @@ from .blocks import (
     store_tile,
     zero_accumulators,
 )
-from .kernel import Kernel
+from .kernel import Kernel, one_stage_m16n8k8
 from .params import GemmParams
 
 
@@ -43,4 +43,5 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile,
 kernel3 = Kernel("kernel3", "kernel2 with the next tile's global loads overlapped", program,
                  lambda p: shared_tiles(p, swizzled=True),
                  GemmParams(block_m=256, block_n=128, block_k=64, warp_m=64, warp_n=64,
-                            warp_k=32))
+                            warp_k=32), one_stage_m16n8k8,
+                 twin_schedule="gemm_overlapped<2, 1, false>")

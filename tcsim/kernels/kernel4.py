@@ -23,4 +23,5 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
 
 
 kernel4 = Kernel("kernel4", "kernel3 with ldmatrix.x4 and hoisted swizzled offsets", program,
-                 lambda p: shared_tiles(p, swizzled=True), kernel3.defaults, requires)
+                 lambda p: shared_tiles(p, swizzled=True), kernel3.defaults, requires,
+                 twin_schedule="gemm_overlapped<4, 4, true>")

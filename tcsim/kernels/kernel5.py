@@ -18,4 +18,4 @@ kernel5 = Kernel("kernel5", "kernel4 with tile dimensions tuned for the H100", k
                  kernel4.tiles,
                  GemmParams(block_m=128, block_n=128, block_k=32, warp_m=64, warp_n=64,
                             warp_k=32), kernel4.requires,
-                 blocks_per_sm=(("f16", 3), ("f32", 1)))
+                 blocks_per_sm=(("f16", 3), ("f32", 1)), twin_schedule=kernel4.twin_schedule)

@@ -61,4 +61,5 @@ def program(m, p: GemmParams, A_smem: SharedTile, B_smem: SharedTile) -> None:
 kernel6 = Kernel("kernel6", "m16n8k16, multi-stage cp.async pipeline, register double buffering",
                  program, tiles,
                  GemmParams(block_m=128, block_n=128, block_k=32, warp_m=64, warp_n=64,
-                            warp_k=16, mma_k=16, stages=4), requires)
+                            warp_k=16, mma_k=16, stages=4), requires,
+                 twin_schedule="gemm_pipelined")

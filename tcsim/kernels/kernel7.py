@@ -178,4 +178,4 @@ kernel7 = Kernel(
     GemmParams(block_m=128, block_n=256, block_k=64, warp_m=64, warp_n=256, warp_k=16,
                mma_k=16, stages=4, producers=1),
     requires, arch="sm_90a", tensor_maps=tensor_maps,
-    options=REGISTERS, launch_shape=launch_shape)
+    options=REGISTERS, launch_shape=launch_shape, twin_schedule="gemm_warp_specialized")

@@ -70,10 +70,13 @@ class Machine(HopperInstructions, ABC):
     """
 
     def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
-                 checks: str = "raise") -> None:
+                 checks: str = "raise", shared_bytes: int | None = None) -> None:
         self.M, self.N, self.K = M, N, K = params.check_problem(M, N, K, kernel)
         self.kernel = kernel
         self.params = params
+        # the block's shared memory (`Kernel.shared_bytes`: from the tiles); GemmParams' count
+        # when not given
+        self.shared_bytes = params.shared_bytes if shared_bytes is None else shared_bytes
         self.lane = np.arange(WARP)
         warp = np.arange(params.warps)[:, None]  # (warps, 1): broadcasts against lanes
         self.warp = warp
@@ -107,7 +110,7 @@ class Machine(HopperInstructions, ABC):
         self.block_rows, self.block_cols = self.tile_rows[:, 0], self.tile_cols[:, 0]
         self.in_tile = False
         self.checker = None if self.report.mode == "off" else SharedChecker(
-            self.report, self.block_rows.size, self.params.warps, self.params.shared_bytes,
+            self.report, self.block_rows.size, self.params.warps, self.shared_bytes,
             self.describe)
 
     def end_blocks(self) -> None:
@@ -438,7 +441,7 @@ class Machine(HopperInstructions, ABC):
     def check_shared(self, site: str, spelling: str, addresses: np.ndarray,
                      width: int) -> None:
         """Raise `SharedAddressError` for a misaligned or out-of-range shared address."""
-        size = self.params.shared_bytes
+        size = self.shared_bytes
         bad = (addresses < 0) | (addresses + width > size)
         misaligned = addresses % width != 0
         if bad.any() or misaligned.any():

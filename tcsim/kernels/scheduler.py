@@ -4,7 +4,7 @@ The ladder launches one block per tile and lets the GPU hand blocks to SMs. A wa
 kernel can instead walk a *tile order* of its own (`GemmParams.group_m`) and launch
 *persistent* blocks (`GemmParams.persistent_blocks`), block b computing tiles b, b + blocks,
 b + 2 blocks, ... of that order, so that its producer fills the next tile's stages while its
-consumers store the last one. The CUDA twin's ``tile_coordinates`` (tcsim/hw/hopper.cuh) is
+consumers store the last one. The CUDA twin's ``tile_coordinates`` (tcsim/hw/kernels/hopper.cuh) is
 the same order; the hw tests hold the two to the same bits.
 
 Why an order matters: the tiles in flight at once read their rows of A and columns of B from

@@ -9,9 +9,14 @@ draws it with matplotlib
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from .access import BANKS, Access
+from .banks import BANKS
+
+if TYPE_CHECKING:  # an Access draws itself with these: no import back at run time
+    from .access import Access
 
 
 def heatmap_text(acc: Access) -> str:

@@ -5,7 +5,7 @@ global memory to shared memory, as the host described it with ``cuTensorMapEncod
 matrix's shape and row pitch, the box's shape, the element size and a swizzle. A `TensorMap`
 holds that description; `TensorMap.box_offsets` gives the shared-memory byte offset of every
 element of a box copied to a given address; `TensorMap.box_elements` the global elements it
-reads (out-of-bounds elements are filled with zeros, as the hardware does). `tcsim.hw.tma`
+reads (out-of-bounds elements are filled with zeros, as the hardware does). `tcsim.hw.memory.tma`
 encodes the same description for the driver, so the simulator and the CUDA twin read one
 source.
 

@@ -122,20 +122,27 @@ class Explanation:
 
 
 def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) -> Explanation:
-    """Predict ``trace``'s kernel's time on ``gpu`` (see the module docstring)."""
+    """Predict ``trace``'s kernel's time on ``gpu`` (see the module docstring): the `Kernel`
+    the trace was made of (a user's too), or for a trace made by hand, the built-in kernel of
+    its name."""
     from ..kernels import kernel_named
+    from ..kernels.allocation import check_tiles
     from ..kernels.scheduler import blocks_launched
 
     _check_trace(trace)
     g = gpu_named(gpu)
-    kernel = kernel_named(trace.kernel)
+    kernel = trace.kernel_object or kernel_named(trace.kernel)
     p = kernel.params(**trace.params)
     if kernel.arch and not kernel.arch.startswith(g.arch):
         raise ValueError(f"{kernel.name} needs {kernel.arch}; {g.key} is {g.arch}")
+    shared = kernel.shared_bytes(p)
+    # the tiles must fit what a block of this GPU may have (an SM's, less its reservation)
+    check_tiles(kernel.name, kernel.tiles(p), shared, kernel.shared is not None,
+                int(g["shared_bytes_per_sm"]) - int(g["shared_reserved_per_block"]), g.key)
     M, N, K = trace.problem
     sites = list(trace.sites.values())
     wgmma = any(s.space == "wgmma" for s in sites)
-    occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), p.shared_bytes)
+    occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), shared)
     B, sms, hz = occ.blocks_per_sm, int(g["sms"]), g.clock_hz(wgmma)
     tiles = (M // p.block_m) * (N // p.block_n)
     concurrent = min(B * sms, blocks_launched(p, M, N))

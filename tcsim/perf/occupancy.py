@@ -14,7 +14,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
 
 from ..isa.validate import integer
 from .gpus import Gpu
@@ -63,8 +62,9 @@ def occupancy(gpu: Gpu, warps: int, registers: int, registers_source: str,
 
 def twin_registers(source: str, entry: str, defines: dict[str, int],
                    arch: str) -> int | None:
-    """Registers per thread ptxas gives ``entry`` of ``tcsim/hw/<source>``, or None without
-    nvcc."""
+    """Registers per thread ptxas gives ``entry`` of the CUDA source ``source`` (a twin's, as
+    `tcsim.hw.runtime.source_path` finds it), or None without nvcc or without that source (a
+    user's kernel has no twin in tcsim)."""
     return _ptxas_registers(source, entry, tuple(sorted(defines.items())), arch)
 
 
@@ -72,11 +72,17 @@ def twin_registers(source: str, entry: str, defines: dict[str, int],
 def _ptxas_registers(source: str, entry: str, defines: tuple, arch: str) -> int | None:
     if shutil.which("nvcc") is None:
         return None
-    here = files("tcsim.hw")
+    from ..hw import runtime  # the twin's text is the hardware side's: on disk only here
+
+    try:
+        path = runtime.source_path(source)
+    except FileNotFoundError:
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         run = subprocess.run(["nvcc", f"-arch={arch}", "-cubin", "-o", f"{tmp}/k.cubin",
-                              f"-I{here}", "-Xptxas", "-v", *(f"-D{k}={v}" for k, v in defines),
-                              str(here / source)], capture_output=True, text=True)
+                              *(f"-I{d}" for d in runtime.include_dirs()), "-Xptxas", "-v",
+                              *(f"-D{k}={v}" for k, v in defines),
+                              str(path)], capture_output=True, text=True)
     if run.returncode:  # e.g. an instruction the architecture lacks
         first = next((line for line in run.stderr.splitlines() if "error" in line), run.stderr)
         raise ValueError(f"{source} does not compile for {arch}: "

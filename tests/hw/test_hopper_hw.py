@@ -12,8 +12,8 @@ from hw_log import log_hw
 import tcsim
 from tcsim import hw
 from tcsim.hw import runtime
-from tcsim.hw.gemm import launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 from tcsim.kernels import HOPPER_KERNELS
 from tcsim.trace import HOPPER_METRICS, METRICS
 
@@ -111,7 +111,7 @@ def test_trace_matches_nsight_compute(rng):
     for name, (M, N, K), acc, params, beta0 in cases:
         A, B, C, alpha, beta = gemm_inputs(rng, M, N, K, edge=False)
         beta = beta if beta0 is None else beta0
-        launches.append(launch(name, A, B, C, alpha, beta, label=f"{name} {M}x{N}x{K} {acc}",
+        launches.append(twin_launch(name, A, B, C, alpha, beta, label=f"{name} {M}x{N}x{K} {acc}",
                                accumulate=acc, **params))
     counters = profile(launches, METRICS + HOPPER_METRICS + OBSERVED)
     bad = []

@@ -13,8 +13,8 @@ from gemm_inputs import beta_zero_on_gpu, gemm_inputs
 
 import tcsim
 from tcsim import hw
-from tcsim.hw.gemm import launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 from tcsim.kernels import KERNELS
 from tcsim.trace import ASYNC_METRICS, METRICS, SHARED_LD_INST
 
@@ -71,7 +71,7 @@ def test_ptxas_registers_are_what_nsight_compute_reports(rng):
     from tcsim.perf.occupancy import twin_registers
 
     A, B, C, alpha, beta = gemm_inputs(rng, 512, 512, 512, edge=False)
-    launches = [launch(name, A, B, C, alpha, beta, label=name, accumulate="f16")
+    launches = [twin_launch(name, A, B, C, alpha, beta, label=name, accumulate="f16")
                 for name in KERNELS]
     measured = profile(launches, ("launch__registers_per_thread",))
     got = {name: int(m["launch__registers_per_thread"]) for name, m in zip(KERNELS, measured)}
@@ -87,7 +87,7 @@ def test_trace_matches_nsight_compute(rng):
     launches = []
     for name, (M, N, K), acc, params in cases:
         A, B, C, alpha, beta = gemm_inputs(rng, M, N, K, edge=False)
-        launches.append(launch(name, A, B, C, alpha, beta, label=f"{name} {M}x{N}x{K} {acc}",
+        launches.append(twin_launch(name, A, B, C, alpha, beta, label=f"{name} {M}x{N}x{K} {acc}",
                                accumulate=acc, **params))
     counters = profile(launches, METRICS + ASYNC_METRICS + (SHARED_LD_INST,))
     bad = []

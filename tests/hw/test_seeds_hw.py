@@ -11,8 +11,8 @@ from hw_log import log_hw
 
 import tcsim
 from tcsim import hw
-from tcsim.hw.gemm import launch
-from tcsim.hw.profile import profile
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.ncu import profile
 from tcsim.kernels import SEED_KERNELS
 from tcsim.trace import ASYNC_METRICS, LOCAL_METRICS, METRICS, SHARED_LD_INST
 
@@ -50,7 +50,7 @@ def test_trace_matches_nsight_compute(rng):
     launches = []
     for name, (M, N, K) in cases:
         A, B = seed_inputs(rng, M, N, K, _dtype(SEED_KERNELS[name]), edge=False)
-        launches.append(launch(name, A, B, label=f"{name} {M}x{N}x{K}"))
+        launches.append(twin_launch(name, A, B, label=f"{name} {M}x{N}x{K}"))
     counters = profile(launches, METRICS + ASYNC_METRICS + LOCAL_METRICS + (SHARED_LD_INST,))
     bad = []
     for (name, (M, N, K)), measured in zip(cases, counters):

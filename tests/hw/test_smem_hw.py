@@ -12,8 +12,9 @@ import pytest
 from smem_patterns import patterns
 
 from tcsim.hw import runtime
-from tcsim.hw.profile import SHARED_METRICS, profile
-from tcsim.hw.smem_probes import SMEM_BYTES, kernel_name, measured, probe_launch
+from tcsim.hw.memory.smem import measured, probe_launch
+from tcsim.hw.memory.smem_probes import SMEM_BYTES, kernel_name
+from tcsim.hw.ncu import SHARED_METRICS, profile
 from tcsim.memory import SharedMemory, access
 from tcsim.memory.access import parse_instruction
 from tcsim.trace import LDGSTS_CONFLICTS, LDGSTS_WAVEFRONTS
@@ -66,7 +67,7 @@ def test_ldmatrix_and_stmatrix_move_the_mapped_elements(spelling, rng):
 
     src = rng.integers(0, 1 << 32, SRC_WORDS, dtype=np.uint64).astype(np.uint32)
     rows = [int(r) * 16 for r in rng.permutation(SMEM_BYTES // 16 - 8)[:32]]
-    fn = runtime.module("smem_probes.cu").get_function(kernel_name(spelling))
+    fn = runtime.function("smem_probes.cu", kernel_name(spelling))
     args = [cupy.asarray(x) for x in (np.array(rows, np.int32), np.zeros(128, np.uint32), src,
                                       np.zeros(SMEM_BYTES // 4, np.uint32))]
     fn((1,), (32,), (*args, np.int32(3)))

@@ -4,7 +4,7 @@ Run on an H100 with ``pytest -m hw tests/hw/test_wgmma_hw.py`` (``bash scripts/g
 wgmma``). ``TCSIM_HW_WGMMA_COUNT`` sets the random instructions per family (default 20,000;
 ``TCSIM_HW_WGMMA_FAMILIES`` picks the families, all five by default),
 spread over a probe kernel for every qualifier of the family (every legal N and type
-combination; tcsim/hw/wgmma_probes.py generates them) with A from shared memory and from
+combination; tcsim/hw/isa/wgmma_probes.py generates them) with A from shared memory and from
 registers, every operand distribution of tcsim.isa.samples, and per batch a random choice of
 swizzle (128B mostly, 64B, 32B, none), scale-d, negations and, for f16/bf16, transposes. The GPU
 runs here; the simulator runs in ``TCSIM_HW_WORKERS`` processes (default: the cores less two;
@@ -42,7 +42,7 @@ FAMILIES = tuple(os.environ.get("TCSIM_HW_WGMMA_FAMILIES", "f16,bf16,tf32,fp8,in
 @pytest.fixture(scope="module")
 def hw():
     from tcsim import hw
-    from tcsim.hw import warpgroup as runner
+    from tcsim.hw.isa import wgmma as runner
 
     try:
         runner.require_wgmma()

@@ -3,7 +3,7 @@
 - Every wmma.load (shape, operand, type, layout) and wmma.store.d, from global and from shared
   memory, with the tight stride and a padded one: the map read off the GPU must be tcsim's
   (tcsim/isa/wmma/maps_sm90.json, first captured by scripts/capture_wmma.py).
-- Every wmma.load and wmma.store.d alone (``tcsim/hw/wmma_counters.cu``) under Nsight Compute,
+- Every wmma.load and wmma.store.d alone (``wmma_counters.cu``, generated) under Nsight Compute,
   from and to global and shared memory, with the tight, a padded and a 128-byte stride: every
   counter equals `tcsim.trace.count_wmma` (the lowering of tcsim.isa.wmma.lowering). The
   tensor-pipe counter counts ``HFMA2.MMA``, a move ptxas sometimes issues on that pipe: it
@@ -51,7 +51,7 @@ COUNT = int(os.environ.get("TCSIM_HW_WMMA_COUNT", 20_000))
 @pytest.fixture(scope="module")
 def hw():
     from tcsim.hw import runtime
-    from tcsim.hw import wmma as runner
+    from tcsim.hw.isa import wmma as runner
 
     try:
         runtime.require()
@@ -93,8 +93,9 @@ def _counter_strides(shape, operand, type_, layout):
 
 
 def test_load_and_store_counters_match_nsight_compute(hw, rng):
-    from tcsim.hw.profile import Launch, profile
-    from tcsim.hw.wmma_probes import counter_cases, counter_kernel_name
+    from tcsim.hw.isa.wmma_probes import counter_cases, counter_kernel_name
+    from tcsim.hw.launch import Launch
+    from tcsim.hw.ncu import profile
     from tcsim.isa.wmma.spec import fragment_registers
 
     cases = [(case, stride) for case in counter_cases() for stride in _counter_strides(*case[:4])]

@@ -14,9 +14,8 @@ import pytest
 from oracle import decode, dot, fp8_lowered_dot, integer_dot
 
 import tcsim
-from tcsim.isa import mma as engine
-from tcsim.isa import samples
-from tcsim.isa.mma import mma_bits
+from tcsim.isa import engine, samples
+from tcsim.isa.arithmetic import mma_bits
 from tcsim.isa.profiles import PROFILES
 
 CASES = [(arch, q) for arch, prof in PROFILES.items() for q in tcsim.supported_qualifiers()

@@ -3,32 +3,16 @@ as ptxas emits it, and accesses that reach exactly the fragment's bytes. The cou
 accesses give are proven against Nsight Compute in tests/hw/test_wmma_hw.py."""
 
 from collections import Counter
-from importlib.resources import files
 
 import numpy as np
 import pytest
 from sass import ToolkitMissing, kernel_opcodes
 
-from tcsim.hw.wmma_probes import counter_cases, counter_kernel_name, counter_source
+from tcsim.hw.isa.wmma_probes import counter_cases, counter_kernel_name
 from tcsim.isa.wmma.lowering import element_offsets, lower, sass
 from tcsim.isa.wmma.spec import case_qualifier, parse_wmma
 
 MEMORY_OPS = ("LDG", "STG", "LDS", "STS", "LDSM", "STSM", "MOVM", "LD", "ST")
-
-
-def test_counter_probe_source_is_up_to_date():
-    committed = (files("tcsim.hw") / "wmma_counters.cu").read_text()
-    assert committed == counter_source(), (
-        "tcsim/hw/wmma_counters.cu is stale: run "
-        "python -m tcsim.hw.wmma_probes counters > tcsim/hw/wmma_counters.cu")
-
-
-def test_probe_source_is_up_to_date():
-    from tcsim.hw.wmma_probes import probe_source
-
-    assert (files("tcsim.hw") / "wmma_probes.cu").read_text() == probe_source(), (
-        "tcsim/hw/wmma_probes.cu is stale: run python -m tcsim.hw.wmma_probes > "
-        "tcsim/hw/wmma_probes.cu")
 
 
 @pytest.fixture(scope="module")

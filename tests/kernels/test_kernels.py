@@ -196,25 +196,24 @@ def test_an_out_of_range_global_load_names_the_element():
 
 @pytest.mark.parametrize("name", [*KERNELS, *HOPPER_KERNELS])
 def test_each_twin_is_written_from_its_kernels_parameters(name):
-    from tcsim.hw.twins import twin_source
+    from tcsim.hw.kernels.sources import twin_source
 
     kernel = kernel_named(name)
-    source = (HW / kernel.source).read_text()
-    assert source == twin_source(name), "run `python -m tcsim.hw.twins`"
+    source = twin_source(kernel)
     defaults = {k: int(v) for k, v in re.findall(r"#define (\w+) (-?\d+)", source)}
     assert defaults == kernel.defines(kernel.defaults)
 
 
 def test_the_twins_spell_the_traced_tile_load():
-    header = (HW / "gemm_common.cuh").read_text()
+    header = (HW / "kernels" / "gemm_common.cuh").read_text()
     assert f'#define TILE_LOAD "{LD_GLOBAL[16]}"' in header
 
 
 def test_the_staged_epilogue_spells_the_traced_instructions():
-    header = (HW / "hopper.cuh").read_text()
+    header = (HW / "kernels" / "hopper.cuh").read_text()
     for spelling in (ST_GLOBAL[16], LD_SHARED_V4, STMATRIX.format("x4")):
         assert f'"{spelling} ' in header, spelling
-    assert f'"{LDMATRIX.format("x4")} ' in (HW / "gemm_common.cuh").read_text()
+    assert f'"{LDMATRIX.format("x4")} ' in (HW / "kernels" / "gemm_common.cuh").read_text()
 
 
 def test_float_coordinates_and_addresses_in_a_schedule_are_refused():

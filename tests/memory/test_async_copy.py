@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcsim.hw.smem_probes import measured
+from tcsim.hw.memory.smem import measured
 from tcsim.memory import SharedMemory, access
 from tcsim.memory.access import SharedMemoryError
 

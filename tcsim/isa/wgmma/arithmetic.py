@@ -6,8 +6,8 @@ tests/hw/test_wgmma_hw.py); ``scale_a = -1`` / ``scale_b = -1`` flip the sign bi
 element of A / B, which negates exactly. Then one of three engines
 (`tcsim.isa.wgmma.numerics` says what each rests on):
 
-- f16, bf16, tf32: the mma.sync engine (`tcsim.isa.mma.mma_bits`) on the equivalent m16n8k16 or
-  m16n8k8 instructions, one per 16 rows and 8 columns;
+- f16, bf16, tf32: the mma.sync engine (`tcsim.isa.arithmetic.mma_bits`) on the equivalent
+  m16n8k16 or m16n8k8 instructions, one per 16 rows and 8 columns;
 - e4m3/e5m2: one fused step of the K = 32 products and C by `tcsim.isa.adder.fused_step`, with
   the numerics' fp8 rule, laid out batch-last and run in chunks on the engine's thread pool;
   infinities and NaN are settled separately by counting infinite products with matrix products;
@@ -20,9 +20,10 @@ import numpy as np
 
 from ..adder import WorkPlan, fused_step
 from ..allocator import tune_allocator
+from ..arithmetic import mma_bits
+from ..engine import for_each_chunk
 from ..formats import FloatFormat
 from ..integer_mma import integer_mma_bits
-from ..mma import for_each_chunk, mma_bits
 from ..qualifier import parse
 from .numerics import WgmmaNumerics
 from .spec import WgmmaSpec

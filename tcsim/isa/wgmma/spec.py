@@ -84,12 +84,6 @@ class WgmmaSpec(OperandTypes):
         """One product per instruction (the mma.sync spec's m8n8k4 notion; for samples)."""
         return 1
 
-    def kernel_name(self, a_source: str = "smem") -> str:
-        """Name of this instruction's probe kernel in tcsim/hw/wgmma_probes.cu: A from shared
-        memory (``"smem"``, the SS form) or from registers (``"registers"``, RS)."""
-        form = {"smem": "ss", "registers": "rs"}[a_source]
-        return "probe_wgmma_" + self.qualifier.replace(".", "_") + "_" + form
-
 
 def is_wgmma_qualifier(qualifier) -> bool:
     """Whether a qualifier string names a wgmma (``wgmma...`` or an ``m64nNkK`` shape), so that

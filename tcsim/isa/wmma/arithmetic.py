@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arithmetic import mma_bits
 from ..formats import format_named
-from ..mma import mma_bits
 from ..profiles import ArchProfile
 from ..qualifier import parse
 from .spec import WmmaSpec

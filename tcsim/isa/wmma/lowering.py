@@ -2,7 +2,7 @@
 counts.
 
 ptxas turns each into plain warp-wide memory instructions (docs/wmma.md, "Lowering"; read with
-``cuobjdump -sass`` from nvcc 13.0 for sm_90, every variant in ``tcsim/hw/wmma_counters.cu``):
+``cuobjdump -sass`` from nvcc 13.0 for sm_90, every variant in ``wmma_counters.cu``):
 
 - f16/bf16 A or B from shared memory: one ``LDSM.16.M88.4`` per four distinct registers
   (``.2`` for two), ``.MT88`` when a register's two elements are not adjacent in memory (the

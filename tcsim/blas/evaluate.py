@@ -1,0 +1,62 @@
+"""One library call's output under a given plan: inputs as bit patterns in, D out.
+
+`evaluate` is what every public call and `identify` come down to: the chain (`tcsim.blas.chain`)
+per batch element, then the epilogue (`tcsim.blas.epilogue`) and the rounding to the output
+type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .chain import accumulate, reduce, to_output
+from .epilogue import apply
+from .plan import Plan
+
+
+@dataclass(frozen=True)
+class Operands:
+    """A call's inputs after checking: A (..., M, K) and B (..., K, N) as bit patterns of the
+    instruction's formats (int8 values for integer calls), the epilogue's extras as f32
+    values, and the output dtype's name."""
+
+    A: np.ndarray
+    B: np.ndarray
+    out_dtype: str
+    c: np.ndarray | None = None  # C (..., M, N) or a bias row (N,), f32 values
+    alpha: float = 1.0
+    beta: float = 1.0
+    scale_a: np.ndarray | None = None
+    scale_b: np.ndarray | None = None
+    bias: np.ndarray | None = None
+
+
+def evaluate(plan: Plan, ops: Operands, progress=None) -> np.ndarray:
+    """D under ``plan``: (..., M, N) in the output dtype."""
+    A, B = ops.A, ops.B
+    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    M, N = A.shape[-2], B.shape[-1]
+    A = np.broadcast_to(A, batch + A.shape[-2:]).reshape((-1,) + A.shape[-2:])
+    B = np.broadcast_to(B, batch + B.shape[-2:]).reshape((-1,) + B.shape[-2:])
+    c = ops.c
+    if c is not None and c.ndim >= 2:
+        c = np.broadcast_to(c, batch + (M, N)).reshape((-1, M, N))
+    results = []
+    for i in range(A.shape[0]):
+        ci = c[i] if c is not None and c.ndim == 3 else c
+        init = ci if plan.epilogue == "c_first" else None
+        parts = accumulate(plan, A[i], B[i], init=init, progress=progress)
+
+        def epilogue(acc, ci=ci):
+            return apply(plan.epilogue, acc, ops.out_dtype, c=ci, alpha=ops.alpha,
+                         beta=ops.beta, scale_a=ops.scale_a, scale_b=ops.scale_b,
+                         bias=ops.bias)
+
+        results.append(reduce(plan, parts, ops.out_dtype, epilogue))
+    if not results:
+        dtype = np.int32 if plan.engine == "int" else to_output(np.zeros(0, np.float32),
+                                                                ops.out_dtype).dtype
+        return np.zeros(batch + (M, N), dtype)
+    return np.stack(results).reshape(batch + (M, N))

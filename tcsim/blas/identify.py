@@ -1,0 +1,72 @@
+"""Which plan explains a GPU's output: the search behind the measured plan table.
+
+A kernel's name fixes most of its plan (`tcsim.blas.kernels`); the split count, and for some
+kernels the k-tile, the order of the partial k-tile and the epilogue's order, are found by
+running every candidate on the inputs and keeping those whose bits equal the GPU's.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .evaluate import Operands, evaluate
+from .kernels import read
+from .plan import Plan
+
+MAX_SPLITS = 16
+EPILOGUE_CHOICES = {
+    "round": ("round",),
+    "add": ("add",),
+    "alpha_beta": ("alpha_beta", "round_add", "alpha_fma", "c_first"),
+    "scale": ("scale", "scale_each"),
+}
+
+
+def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
+               split_hint: int | None = None) -> list[Plan]:
+    """Every plan the kernels' names allow, the likeliest first: the split count the launch
+    suggests (or none, when nothing suggests a split), then every other count up to
+    `MAX_SPLITS` (a grid does not always show the split)."""
+    facts = read(kernel_names, input_type)
+    if facts is None:
+        return []
+    split_counts = sorted(set(range(1, MAX_SPLITS + 1)) | {split_hint or 1})
+    plans = []
+    for k_tile, order, splits, reduction, ep in itertools.product(
+            facts.k_tiles, facts.orders, split_counts, facts.reductions,
+            EPILOGUE_CHOICES[epilogue]):
+        plan = facts.base.with_(k_tile=k_tile, order=order, splits=splits, epilogue=ep,
+                                reduction=reduction if splits > 1 else "parallel")
+        if splits == 1 or len(plan.ranges(K)) > 1:  # a split count K allows
+            plans.append(plan)
+    # The likeliest first: the hinted split, then the others; no split last when the launch
+    # says it splits (it may not, at this K).
+    splits_said = bool(facts.split_k or split_hint)
+    return sorted(plans, key=lambda p: (p.splits == 1 and splits_said,
+                                        split_hint is not None and p.splits != split_hint))
+
+
+def search(plans: list[Plan], ops: Operands, D: np.ndarray, first: bool = False) -> list[Plan]:
+    """The plans whose output has exactly the bits of ``D`` (NaN equal to NaN by bits), in
+    D's or the engine's shape."""
+    want = _bits(D).ravel()
+    found = []
+    for plan in plans:
+        got = _bits(evaluate(plan, ops)).ravel()
+        if got.size == want.size and np.array_equal(got, want):
+            found.append(plan)
+            if first:
+                break
+    return found
+
+
+def mismatches(plan: Plan, ops: Operands, D: np.ndarray) -> int:
+    """How many elements of ``D`` the plan gets wrong."""
+    return int(np.count_nonzero(_bits(evaluate(plan, ops)).ravel() != _bits(D).ravel()))
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    return x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind != "i" else x

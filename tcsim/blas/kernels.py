@@ -1,0 +1,112 @@
+"""What a cuBLAS kernel's name says about its plan, and what it leaves open.
+
+cuBLAS's kernel names (as the profiler shows them) carry the instruction family, the tile and
+the k-tile, promotion (fp8 ``algo2``), split-K, and, in the split-K reduction kernel's template,
+the type partial results are kept in. They do not carry the split count, nor always the
+k-tile of older CUTLASS kernels: `candidates` lists what identification must try.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .plan import Plan
+
+_NVJET = re.compile(r"nvjet_sm90_([a-z]+)_(\d+)x(\d+)_(\d+)x(\d+)_")
+_CUTLASS = re.compile(
+    r"cutlass_(\d+)_(wmma_)?tensorop_(?:([a-z0-9]+)_)?([shi])(\d+)gemm_([a-z0-9]+)_(\d+)x(\d+)"
+    r"(?:_(\d+)x(\d+))?_")
+_TILESIZE = re.compile(r"tilesize(\d+)x(\d+)x(\d+)")
+_SIMT = re.compile(r"simt_sgemm_(\d+)x(\d+)_(\d+)x(\d+)")
+_REDUCE = re.compile(r"splitKreduce_kernel<\d+, \d+, int, ([\w:]+),")
+_PARTIAL_TYPES = {"float": "f32", "__half": "f16", "__nv_bfloat16": "bf16"}
+_FP8_CODES = {"q": "e4m3", "r": "e5m2"}
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """A kernel's plan as far as its name fixes it, and the values identification tries for
+    the rest."""
+
+    base: Plan
+    k_tiles: tuple[int, ...]
+    split_k: bool  # the name (or a second, reduction kernel) says the launch splits K
+    orders: tuple[str, ...]
+    reductions: tuple[str, ...] = ("parallel",)
+
+
+def mma_qualifier(input_type: str, k: int) -> str:
+    return f"m16n8k{k}.row.col.f32.{input_type}.{input_type}.f32"
+
+
+def read(names: list[str], input_type: str) -> KernelFacts | None:
+    """The facts of a launch from the names of its kernels (the GEMM, and a split-K reduction
+    kernel when there is one), for inputs of ``input_type`` ("f16", "bf16", "f32" meaning
+    f32 without tf32, "tf32", "e4m3"/"e5m2" pairs as "e4m3.e5m2", "s8"). None when tcsim has no
+    model of the kernel's family."""
+    gemm = names[0]
+    reduce = next((n for n in names[1:] if "splitKreduce" in n), None)
+    partial = "f32"
+    if reduce and (m := _REDUCE.search(reduce)):
+        partial = _PARTIAL_TYPES.get(m.group(1), "f32")
+    split = reduce is not None or "splitK" in gemm
+    if input_type == "s8":
+        return KernelFacts(Plan("int", "int8", 32, kernel=gemm), (32,), False, ("in_order",))
+    if m := _NVJET.search(gemm):
+        k_tile = int(m.group(4))
+        if "." in input_type:  # fp8: wgmma k32 steps
+            a, b = input_type.split(".")
+            base = Plan("wgmma_fp8", f"m64n8k32.f32.{a}.{b}", k_tile,
+                        promotion=4 if "algo2" in gemm else None, partial=partial,
+                        kernel=gemm)
+        else:
+            base = Plan("mma", mma_qualifier(input_type, 16), k_tile, partial=partial,
+                        kernel=gemm)
+        return KernelFacts(base, (k_tile,), split, ("in_order",))
+    if m := _CUTLASS.search(gemm):
+        shape, tile_k = m.group(5), m.group(9)
+        if m.group(4) == "i":
+            return KernelFacts(Plan("int", "int8", 32, kernel=gemm), (32,), False,
+                               ("in_order",))
+        k = {"1688": 8, "16816": 16, "161616": 16}.get(shape)
+        if k is None:
+            return None
+        itype = "tf32" if input_type in ("tf32", "f32") else input_type
+        k_tiles = (int(tile_k),) if tile_k else (32, 64, 16)
+        align = 4 if itype == "tf32" else 8
+        base = Plan("mma", mma_qualifier(itype, k), k_tiles[0], split_align=align,
+                    order="residue_first", partial=partial,
+                    round_inputs="tf32" if itype == "tf32" else None, kernel=gemm)
+        # A split with no reduction kernel is CUTLASS's serial split-K.
+        serial = ("serial",) if reduce is None else ("parallel",)
+        return KernelFacts(base, k_tiles, split, ("residue_first", "in_order"), serial)
+    if "tf32f32" in gemm and (m := _TILESIZE.search(gemm)):
+        base = Plan("mma", mma_qualifier("tf32", 8), int(m.group(3)), partial=partial,
+                    round_inputs="tf32", kernel=gemm, split_align=4)
+        return KernelFacts(base, (int(m.group(3)),), split, ("in_order", "residue_first"))
+    if "ffma" in gemm and (m := _TILESIZE.search(gemm)):
+        base = Plan("ffma", "fma.rn.f32.f32", int(m.group(3)), partial=partial,
+                    kernel=gemm, split_align=4)
+        return KernelFacts(base, (int(m.group(3)),), split, ("in_order", "residue_first"))
+    if "dot_kernel" in gemm:  # cuBLAS's dot product (M = N = 1); seen only with K = 1
+        itype = "tf32" if input_type == "tf32" else input_type
+        return KernelFacts(Plan("ffma", f"fma.rn.f32.{itype}", 1, kernel=gemm), (1,), False,
+                           ("in_order",))
+    if m := _SIMT.search(gemm):
+        base = Plan("ffma", "fma.rn.f32.f32", int(m.group(3)), partial=partial,
+                    kernel=gemm, split_align=4, order="residue_first")
+        return KernelFacts(base, (int(m.group(3)),), split, ("residue_first", "in_order"))
+    return None
+
+
+def split_hint(kernels: list[dict]) -> int | None:
+    """The split count the launch grid suggests: grid z for CUTLASS 2.x kernels, grid y for
+    most nvjet split-K kernels (not all: some fold it into x)."""
+    gemm = kernels[0]
+    grid = gemm.get("grid") or [1, 1, 1]
+    if "cutlass" in gemm["name"] and grid[2] > 1:
+        return grid[2]
+    if "splitK" in gemm["name"]:
+        return grid[1]
+    return None

@@ -1,0 +1,168 @@
+"""The measured plan table, and the rule for shapes it does not hold.
+
+`plans_h100.json` (beside this module) holds, for each call of a sweep on an H100
+(scripts/blas_sweep.py), the kernels cuBLAS ran and the plan identified from their output bits
+(scripts/blas_identify.py), with the versions of torch, CUDA and cuBLAS measured. A call is
+classed by what makes cuBLAS choose differently (the operation and its epilogue, the dtypes,
+the layouts of A and B, whether every leading dimension is a multiple of 16 bytes, torch's
+flags) and located by its shape and batch.
+
+The rule: a call whose class and shape the table holds takes that plan ("measured"); any
+other takes the plan of the measured call of its class nearest in shape, by the sum of
+|log2| ratios of M, N, K and the batch ("nearest"). cuBLAS's own heuristics are not public,
+so the nearest plan can be wrong, most often in its split count; docs/blas.md gives the rate
+at which it is right on shapes kept out of the table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from .plan import Plan, PlanError
+
+GPUS = {"H100": "plans_h100.json"}
+
+
+class UnsupportedCallError(ValueError):
+    """A call tcsim.blas cannot answer for: no measured plan of its class on this GPU, or a
+    kernel family tcsim has no model of."""
+
+
+@dataclass(frozen=True)
+class CallKey:
+    """A call as cuBLAS's choice sees it."""
+
+    cls: tuple  # (op, input types, output type, layout, aligned, extras)
+    M: int
+    N: int
+    K: int
+    batch: int = 1
+
+    def distance(self, other: CallKey) -> float:
+        return sum(abs(math.log2(max(a, 1) / max(b, 1))) for a, b in
+                   ((self.M, other.M), (self.N, other.N), (self.K, other.K),
+                    (self.batch, other.batch)))
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: CallKey
+    plan: Plan | None  # None: the kernel has no model in tcsim
+    kernels: tuple[str, ...]
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    gpu: str
+    versions: dict
+    entries: tuple[Entry, ...]
+
+    def choose(self, key: CallKey) -> tuple[Plan, str]:
+        """The plan for a call and how it was chosen ("measured" or "nearest ...").
+
+        When the table holds no call of the class, an fp8 call takes its nearest among those
+        that differ only in output type (the output type changes the epilogue's last
+        rounding, not the accumulation)."""
+        same = [e for e in self.entries if e.key.cls == key.cls]
+        if not same and key.cls[0] == "scaled_mm":
+            relaxed = key.cls[:2] + key.cls[3:]
+            same = [e for e in self.entries if e.key.cls[:2] + e.key.cls[3:] == relaxed]
+        if not same:
+            raise UnsupportedCallError(
+                f"the {self.gpu} plan table has no measured call like this one "
+                f"({describe_class(key.cls)}); tcsim.blas answers only for kinds of call it "
+                f"has measured")
+        best = min(same, key=lambda e: (key.distance(e.key), e.key.M, e.key.N, e.key.K))
+        if best.plan is None:
+            raise UnsupportedCallError(
+                f"cuBLAS runs {best.kernels[0][:80]} for the nearest measured call "
+                f"({best.key.M}x{best.key.N}x{best.key.K}), a kernel family tcsim has no model "
+                f"of ({best.why})")
+        if best.key == key:
+            return best.plan, "measured"
+        if best.key.cls != key.cls:
+            return best.plan, (f"nearest measured call {best.key.M}x{best.key.N}x{best.key.K} "
+                               f"with output {best.key.cls[2]}")
+        return best.plan, (f"nearest measured call {best.key.M}x{best.key.N}x{best.key.K}"
+                           + (f" batch {best.key.batch}" if best.key.batch > 1 else ""))
+
+    def describe_versions(self) -> str:
+        v = self.versions
+        return (f"{v.get('gpu', self.gpu)}, torch {v.get('torch')}, CUDA {v.get('cuda')}, "
+                f"cuBLAS {v.get('cublas')}")
+
+
+def describe_class(cls: tuple) -> str:
+    op, types, out, layout, aligned, extras = cls
+    words = [op, types, f"-> {out}", f"layout {layout}",
+             "aligned" if aligned else "leading dimensions not multiples of 16 bytes"]
+    return ", ".join(words + [e for e in extras if e])
+
+
+def key_of_sweep_call(call: dict) -> CallKey:
+    """The class and shape of a call recorded by scripts/blas_sweep.py."""
+    op = call["op"]
+    M, N, K = call["M"], call["N"], call["K"]
+    if op == "scaled_mm":
+        out = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}.get(call["out"], call["out"])
+        extras = ("fast" if call["fast"] else "promoted", f"scales {call['scales']}",
+                  "bias" if call.get("bias") else "")
+        return CallKey(("scaled_mm", f"{call['a']}.{call['b']}", out, "TN", True, extras),
+                       M, N, K)
+    if op == "int_mm":
+        return CallKey(("int_mm", "int8", "int32", "NN", True, ()), M, N, K)
+    dtype = call["dtype"]
+    if dtype == "float32":
+        types = "tf32" if call.get("tf32") else "float32"
+    else:
+        types = dtype
+    layout = call.get("layout", "NN")
+    if op == "linear":
+        layout = "NT"
+    itemsize = 4 if dtype == "float32" else 2
+    aligned = is_aligned(layout, M, N, K, itemsize)
+    reduced = "" if call.get("reduced", True) else "no reduced-precision reduction"
+    if op in ("matmul", "bmm"):
+        extras = ("", reduced)
+        return CallKey(("matmul", types, dtype, layout, aligned, extras), M, N, K,
+                       call.get("batch", 1))
+    if op == "addmm":
+        kind = "beta 1" if call["beta"] == 1 and call["alpha"] == 1 else "alpha beta"
+        return CallKey(("addmm", types, dtype, layout, aligned, (kind, reduced)), M, N, K)
+    if op == "addmm_bias":
+        return CallKey(("addmm", types, dtype, layout, aligned, ("bias", reduced)), M, N, K)
+    if op == "linear":
+        kind = "bias" if call.get("bias") else "no bias"
+        return CallKey(("linear", types, dtype, layout, aligned, (kind, reduced)), M, N, K)
+    raise ValueError(f"unknown op {op!r}")
+
+
+def is_aligned(layout: str, M: int, N: int, K: int, itemsize: int) -> bool:
+    """Whether every leading dimension (A's, B's, D's) is a multiple of 16 bytes."""
+    lda = M if layout[0] == "T" else K
+    ldb = K if layout[1] == "T" else N
+    return all(ld * itemsize % 16 == 0 for ld in (lda, ldb, N))
+
+
+@cache
+def table(gpu: str = "H100") -> Table:
+    """The plan table measured on ``gpu``."""
+    if gpu not in GPUS:
+        raise UnsupportedCallError(
+            f"tcsim.blas has plans measured on {', '.join(GPUS)}, not {gpu!r}")
+    text = resources.files("tcsim.blas").joinpath(GPUS[gpu]).read_text()
+    data = json.loads(text)
+    entries = []
+    for e in data["entries"]:
+        try:
+            plan = Plan(**e["plan"]) if "plan" in e else None
+        except (TypeError, PlanError) as err:  # a table written by another version
+            raise UnsupportedCallError(f"plan table entry {e['call']}: {err}") from None
+        entries.append(Entry(key_of_sweep_call(e["call"]), plan, tuple(e["kernels"]),
+                             e.get("unexplained", "")))
+    return Table(gpu, data["versions"], tuple(entries))

@@ -1,0 +1,55 @@
+"""The kernels' CUDA twins on the GPU: `run` (D's bits) and `twin_launch` (for Nsight Compute).
+
+The twin of a ladder kernel is written from its `Kernel` (`twin_source`: the kernel's default
+constants and one line that calls ``Kernel.twin_schedule`` in ``gemm.cuh``, or ``hopper.cuh``
+for sm_90a); a seed kernel's is the hand-written ``<name>.cu``. A twin is compiled with the
+kernel's parameters as ``-D`` constants (`Kernel.defines`), launched as `Kernel.launch_shape`
+says (the ladder: a (N / block_n, M / block_m) grid of ``threads``-thread blocks) with the
+tiles' bytes of dynamic shared memory. The hw room knows the kernels only through that
+interface: name, schedule, parameters, defines, launch shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import runtime
+from ..launch import Launch, launch
+
+
+def twin_launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
+                alpha: float = 1.0, beta: float = 0.0, label: str = "", **params) -> Launch:
+    """One launch of ``kernel``'s twin on host matrices (checked as `tcsim.run` checks them),
+    as `tcsim.hw.launch.launch` runs it and `tcsim.hw.profile` counts it."""
+    from ...kernels import kernel_named
+    from ...kernels.executor import check_operands
+
+    kernel = kernel_named(kernel)
+    p = kernel.params(**params)
+    kernel.check_epilogue(C, alpha, beta)
+    A, B, C = check_operands(kernel, p, A, B, C)
+    D = np.zeros((A.shape[0], B.shape[1]), p.output_dtype)
+    return device_launch(kernel, p, A, B, C, D, alpha, beta, label)
+
+
+def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha: float = 1.0,
+        beta: float = 0.0, **params) -> np.ndarray:
+    """``D = alpha * A @ B + beta * C`` computed by ``kernel``'s CUDA twin; same contract as
+    `tcsim.run`. Returns D (M, N) of the kernel's output type."""
+    runtime.require()
+    import cupy
+
+    args = launch(twin_launch(kernel, A, B, C, alpha, beta, **params))
+    return cupy.asnumpy(args[3])
+
+
+def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0,
+                  label: str = "") -> Launch:
+    """The `Launch` of ``kernel``'s twin with parameters ``p`` on the arrays given as they are
+    (host arrays for `twin_launch`; CuPy arrays already on the GPU for benchmarks, where
+    nothing is copied or checked)."""
+    (M, K), N = A.shape, B.shape[1]
+    return Launch(kernel.source, kernel.entry, *kernel.launch_shape(p, M, N),
+                  [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
+                  kernel.defines(p), p.shared_bytes, kernel.arch,
+                  tuple(kernel.tensor_maps(p, M, N, K)))
