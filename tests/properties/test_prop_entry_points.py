@@ -12,6 +12,7 @@ command line's every subcommand.
   GPU), on every instruction and kernel it takes.
 """
 
+import argparse
 import contextlib
 import io
 
@@ -405,8 +406,24 @@ def test_verify_runs_with_the_defaults_or_says_why_not():
     assert code == 2 and "no GPU check possible here" in out and err == ""
 
 
-@pytest.mark.parametrize("command", ["demo", "layout", "mma", "trace", "compare", "explain",
-                                     "docs", "precision", "verify"])
+def subcommands() -> list[str]:
+    from tcsim.cli import build_parser
+
+    parser = build_parser()
+    return sorted(next(a for a in parser._actions
+                       if isinstance(a, argparse._SubParsersAction)).choices)
+
+
+# The subcommands the tests above run with their defaults: a new one must join them.
+RUN_WITH_DEFAULTS = {"demo", "layout", "mma", "trace", "compare", "explain", "docs",
+                     "precision", "verify"}
+
+
+def test_every_subcommand_is_run_with_its_defaults_above():
+    assert set(subcommands()) == RUN_WITH_DEFAULTS
+
+
+@pytest.mark.parametrize("command", subcommands())
 def test_every_subcommand_answers_help(command):
     code, out, err = run_cli([command, "--help"])
     assert code == 0 and out.startswith("usage: tcsim " + command) and err == ""
