@@ -1,7 +1,9 @@
 """Identify cuBLAS's plan for every call of a sweep (scripts/blas_sweep.py) from its samples.
 
     python scripts/blas_identify.py SWEEP_DIR [SWEEP_DIR ...]
-        [--write tcsim/blas/data/plans_h100.json] [--only INDEX,...]
+        [--write plans.json] [--only INDEX,...]
+
+(gzip -9 plans.json into tcsim/blas/plans_h100.json.gz for the package.)
 
 For each record: the candidate plans its kernel names allow, run on the sampled rows and
 columns; prints the plans that give the GPU's bits exactly, and with --write stores the
@@ -15,80 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-import ml_dtypes
-import numpy as np
-
-from tcsim.blas.evaluate import Operands
 from tcsim.blas.identify import candidates, mismatches, search
 from tcsim.blas.kernels import split_hint
-
-DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
-          "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2,
-          "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
-          "int32": np.int32}
-
-
-def load(sweep: Path):
-    meta = json.load(open(sweep / "blas_sweep.json"))
-    parts = {}
-    for rec in meta["records"]:
-        if "error" in rec:
-            continue
-        p = rec["part"]
-        if p not in parts:
-            parts[p] = np.load(sweep / f"blas_sweep_{p}.npz")
-    return meta, parts
-
-
-def input_type(call: dict) -> str:
-    if call["op"] == "scaled_mm":
-        return f"{call['a']}.{call['b']}"
-    if call["op"] == "int_mm":
-        return "s8"
-    if call["dtype"] == "float32":
-        return "tf32" if call.get("tf32") else "f32"
-    return {"float16": "f16", "bfloat16": "bf16"}[call["dtype"]]
-
-
-def epilogue_kind(call: dict) -> str:
-    op = call["op"]
-    if op == "addmm":
-        return "alpha_beta"
-    if op == "addmm_bias" or (op == "linear" and call.get("bias")):
-        return "add"
-    if op == "scaled_mm":
-        return "scale"
-    return "round"
-
-
-def as_type(x: np.ndarray, name: str) -> np.ndarray:
-    dt = np.dtype(DTYPES[name])
-    return np.ascontiguousarray(x).view(dt) if x.dtype.itemsize == dt.itemsize else x.astype(dt)
-
-
-def operands(rec: dict, arrays) -> tuple[Operands, np.ndarray]:
-    call, key = rec["call"], f"r{rec['index']}"
-    get = lambda name: arrays[f"{key}_{name}"] if f"{key}_{name}" in arrays else None  # noqa: E731
-    out = rec["out_dtype"].replace("torch.", "")
-    op = call["op"]
-    if op == "scaled_mm":
-        A, B = as_type(get("A"), call["a"]), as_type(get("B"), call["b"])
-        bias = get("bias")
-        sa, sb = get("scale_a").astype(np.float32), get("scale_b").astype(np.float32)
-        ops = Operands(A.view(np.uint8), B.view(np.uint8), out,
-                       scale_a=sa, scale_b=sb,
-                       bias=None if bias is None else as_type(bias, "bfloat16").astype(np.float32))
-        return ops, as_type(get("D"), out)
-    if op == "int_mm":
-        return Operands(get("A"), get("B"), "int32"), get("D")
-    dt = call["dtype"]
-    A, B = as_type(get("A"), dt), as_type(get("B"), dt)
-    uint = np.dtype(f"u{A.dtype.itemsize}")
-    c = get("C") if op in ("addmm", "addmm_bias") else get("bias")
-    c = None if c is None else as_type(c, dt).astype(np.float32)
-    ops = Operands(A.view(uint), B.view(uint), out, c=c, alpha=call.get("alpha", 1.0),
-                   beta=call.get("beta", 1.0))
-    return ops, as_type(get("D"), out)
+from tcsim.blas.sweep import epilogue_kind, getter, input_type, load, operands
 
 
 def main() -> None:
@@ -122,7 +53,7 @@ def identify_sweep(meta, parts, only, table) -> tuple[int, int]:
         total += 1
         call = rec["call"]
         names = [k["name"] for k in rec["kernels"]]
-        ops, D = operands(rec, parts[rec["part"]])
+        ops, D = operands(call, getter(parts[rec["part"]], f"r{rec['index']}_"))
         hint = split_hint(rec["kernels"])
         if hint and call.get("batch", 1) > 1:  # the grid's z counts the batch first
             hint = hint // call["batch"] if hint % call["batch"] == 0 else None

@@ -2,7 +2,8 @@
 
     tcsim demo                                 a guided example on built-in inputs
     tcsim layout QUALIFIER OPERAND             which lane and register hold each element
-    tcsim mma QUALIFIER [--distribution NAME]  one instruction on random inputs, bits shown
+    tcsim mma QUALIFIER [--distribution NAME]  one instruction (mma.sync or wgmma) on random
+                                               inputs, bits shown
     tcsim trace KERNEL M N K [--json] [--block_m 128 ...]   per-site counters of a kernel
     tcsim compare KERNEL KERNEL M N K          two kernels' counters side by side
     tcsim explain KERNEL M N K [--gpu H100-SXM] why it takes the time it does: the predicted
@@ -23,13 +24,23 @@ A bad argument is reported in one line on stderr, with exit status 2 (docs/error
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import zipfile
 from dataclasses import fields
 
 import numpy as np
 
-from . import __version__, fragment, mma, mma_regs, parse, supported_qualifiers
+from . import (
+    __version__,
+    fragment,
+    is_wgmma_qualifier,
+    mma,
+    mma_regs,
+    parse,
+    parse_wgmma,
+    supported_qualifiers,
+)
 from .blas.report import add_parser as add_blas_parser
 from .isa import samples
 from .kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS, GemmParams
@@ -78,7 +89,7 @@ def _layout(args) -> int:
 
 
 def _mma(args) -> int:
-    spec = parse(args.qualifier)
+    spec = (parse_wgmma if is_wgmma_qualifier(args.qualifier) else parse)(args.qualifier)
     r, c = args.element
     if not (0 <= r < spec.m and 0 <= c < spec.n):
         raise ValueError(f"--element {r} {c} is outside D, which is {spec.m}x{spec.n} "
@@ -87,10 +98,14 @@ def _mma(args) -> int:
         A, B, C = (x[None] for x in _load_inputs(args.inputs, spec))
         source = args.inputs
     else:
+        # The instruction's own default: integer instructions have their own distributions.
+        distribution = args.distribution or next(iter(samples.distributions(spec)))
         rng = np.random.default_rng(args.seed)
-        A, B, C = (spec.format(op).from_bits(x)
-                   for op, x in zip("abc", samples.draw(spec, args.distribution, 1, rng)))
-        source = f"{args.distribution} inputs (seed {args.seed})"
+        # One matrix product each (draw stacks m8n8k4's four quad-pair products; show the first).
+        A, B, C = (spec.format(op).from_bits(x.reshape((-1,) + spec.matrix_shape(op)))
+                   for op, x in zip("abc", samples.draw(spec, distribution, 1, rng)))
+        source = f"{distribution} inputs (seed {args.seed})" + (
+            ", the first quad-pair's product" if spec.products_per_warp > 1 else "")
     D = mma(spec.qualifier, A[0], B[0], C[0], arch=args.arch)
     fd = spec.format("d")
     print(f"{spec.ptx} on {source}, element D[{r},{c}]:")
@@ -276,7 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Example: tcsim mma m16n8k16.row.col.f32.bf16.bf16.f32 "
                                    "--distribution cancel --element 3 5")
     m.add_argument("qualifier")
-    m.add_argument("--distribution", default="normal", choices=list(samples.DISTRIBUTIONS))
+    m.add_argument("--distribution", choices=list(dict.fromkeys(
+        [*samples.DISTRIBUTIONS, *samples.INTEGER_DISTRIBUTIONS])),
+                   help="(default: normal; uniform_bits for integer instructions)")
     m.add_argument("--seed", type=_non_negative, default=0)
     m.add_argument("--element", type=_non_negative, nargs=2, default=(0, 0),
                    metavar=("ROW", "COL"))
@@ -339,13 +356,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        try:
+            args = build_parser().parse_args(argv)
+        finally:
+            sys.stdout.flush()  # --help's text: a closed pipe shows here, not as Python exits
+        code = args.run(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # `tcsim layout ... | head`: the reader has all it wanted
+        _quiet_stdout()
+        return 0
     except (ValueError, TypeError, IndexError, OSError, SimulationError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the message holds
         print(f"tcsim: error: {message}", file=sys.stderr)
         return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush as Python exits does not fail again
+    (the Python docs' recipe for SIGPIPE)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's StringIO)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

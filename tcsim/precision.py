@@ -44,6 +44,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from .isa.formats import native_order, same_type
+from .isa.validate import integer, positive_extent
+from .progress import progress
+
 DISTRIBUTIONS = ("uniform", "normal", "positive", "mixed")
 DISTRIBUTION_TEXT = {
     "uniform": "U[-1, 1]",
@@ -174,8 +178,9 @@ def exact_dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _check_f16(x: np.ndarray, name: str) -> np.ndarray:
     x = np.asarray(x)
-    if x.dtype != np.float16:
+    if not same_type(x.dtype, np.dtype(np.float16)):
         raise TypeError(f"{name}: expected dtype float16, got {x.dtype}")
+    x = native_order(x)
     if not np.isfinite(x).all():
         raise ValueError(f"{name}: the exact reference needs finite inputs")
     return x
@@ -405,7 +410,9 @@ class PrecisionTable:
         for r in self.rows:
             if (r.k, r.distribution, r.method) == (k, distribution, method):
                 return r
-        raise KeyError((k, distribution, method))
+        raise ValueError(f"no row for K={k!r}, distribution {distribution!r}, method "
+                         f"{method!r}; the study has K in {self.params['ks']}, distributions "
+                         f"{self.params['distributions']} and methods {list(METHODS)}")
 
     def usable_limit(self, threshold: float = 1e-2, method: str = "tc_f16",
                      statistic: str = "median_rel") -> dict[str, int | None]:
@@ -503,19 +510,21 @@ def precision_study(
     ``dots`` dot products per distribution; every K a positive multiple of 16. ``backend``:
     "sim" (tcsim.mma), "hw" (tcsim.hw.mma, on the GPU) or "auto" (the GPU when usable).
     """
-    ks = sorted({_int(k, "K") for k in ks})
-    if not ks or ks[0] <= 0 or any(k % STEP for k in ks) or ks[-1] > MAX_K:
+    if isinstance(ks, Sequence) and not isinstance(ks, (str, bytes)) and not len(ks):
+        raise ValueError("ks is empty: give at least one K (a positive multiple of 16)")
+    ks = sorted(set(positive_extent(ks, "ks")))  # one K alone is taken as [K]
+    if any(k % STEP for k in ks) or ks[-1] > MAX_K:
         raise ValueError(f"every K must be a positive multiple of {STEP} up to {MAX_K}, "
                          f"got {ks}")
+    if isinstance(distributions, str):  # one name alone, not its letters
+        distributions = [distributions]
     distributions = list(dict.fromkeys(distributions))
     for d in distributions:
         _generator(d, 0)  # names checked before any work
     if not distributions:
         raise ValueError("no distributions given")
-    dots = _int(dots, "dots")
-    seed = _int(seed, "seed")
-    if dots <= 0 or seed < 0:
-        raise ValueError(f"dots must be positive and seed non-negative, got {dots} and {seed}")
+    dots = integer(dots, "dots", minimum=1)
+    seed = integer(seed, "seed", minimum=0)
     name, fn = _mma_function(backend)
     gens = [_generator(d, seed) for d in distributions]
     acc = _Accumulators((len(distributions), dots), fn)
@@ -523,27 +532,24 @@ def precision_study(
     # Segments end at every K of the study and at every multiple of _SEGMENT.
     ends = sorted(set(ks) | set(range(_SEGMENT, ks[-1], _SEGMENT)))
     start = 0
-    for end in ends:
-        x = np.stack([_draw(g, d, end - start, dots) for g, d in zip(gens, distributions)], 1)
-        acc.feed(x[:, :, 0], x[:, :, 1])  # (n, distribution, dot)
-        start = end
-        if end in ks:
-            values, exact, abs_sum = acc.results()
-            per = dots
-            for i, dist in enumerate(distributions):
-                part = slice(i * per, (i + 1) * per)
-                for method in METHODS:
-                    rows.append(_stats(end, dist, method, values[method][part], exact[part],
-                                       abs_sum[part]))
+    with progress(ks[-1], f"precision_study up to K={ks[-1]}") as tick:
+        for end in ends:
+            x = np.stack([_draw(g, d, end - start, dots) for g, d in zip(gens, distributions)],
+                         1)
+            acc.feed(x[:, :, 0], x[:, :, 1])  # (n, distribution, dot)
+            if end in ks:
+                values, exact, abs_sum = acc.results()
+                per = dots
+                for i, dist in enumerate(distributions):
+                    part = slice(i * per, (i + 1) * per)
+                    for method in METHODS:
+                        rows.append(_stats(end, dist, method, values[method][part],
+                                           exact[part], abs_sum[part]))
+            tick(end - start)
+            start = end
     params = {"ks": ks, "distributions": distributions, "dots": dots, "seed": seed,
               "backend": name}
     return PrecisionTable(params=params, rows=rows)
-
-
-def _int(x, name: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {x!r}")
-    return int(x)
 
 
 __all__ = ["DISTRIBUTIONS", "METHODS", "DotProducts", "PrecisionRow", "PrecisionTable",

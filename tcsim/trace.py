@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .isa.validate import real_scalar
+from .isa.validate import integer, real_scalar
 from .isa.wmma.lowering import element_offsets, hmma_per_wmma, lower
 from .isa.wmma.spec import parse_wmma
 from .kernels import Kernel, kernel_named
@@ -32,6 +32,7 @@ from .kernels.roles import run_in_turn
 from .memory.access import access, parse_instruction
 from .memory.descriptors import MatrixDescriptor, SwizzleMode
 from .memory.local import local_requests, local_sectors
+from .progress import progress
 
 SECTOR = 32  # bytes: the unit of global-memory traffic
 # ptxas (nvcc 13.0, sm_90) opens every straight-line run of cp.async (LDGSTS) with three
@@ -209,18 +210,23 @@ class Trace:
 
     def compare(self, other: Trace) -> str:
         """Two traces side by side: each site's wavefronts and conflicts, then the totals."""
+        if not isinstance(other, Trace):
+            raise TypeError(f"compare takes another Trace (tcsim.trace(kernel, M, N, K)), "
+                            f"got {other!r}")
         head = ("site", f"{self.kernel} wavefronts", "conflicts", f"{other.kernel} wavefronts",
                 "conflicts")
         rows = []
         for name in dict.fromkeys([*self.sites, *other.sites]):
             a, b = self.sites.get(name), other.sites.get(name)
-            if (a or b).space not in ("shared", "async"):
+            if (a or b).space not in ("shared", "async", "wgmma"):  # those with wavefronts
                 continue
             rows.append((name, *_pair(a), *_pair(b)))
         mine, theirs = self.totals, other.totals
         totals = [(key, f"{mine.get(key, 0):,}", f"{theirs.get(key, 0):,}")
                   for key in dict.fromkeys([*mine, *theirs])]
-        return "\n".join([f"{self.kernel} vs {other.kernel} on M, N, K = {self.problem}",
+        problems = (f"M, N, K = {self.problem}" if self.problem == other.problem
+                    else f"M, N, K = {self.problem} and {other.problem}")
+        return "\n".join([f"{self.kernel} vs {other.kernel} on {problems}",
                           *_table(head, rows), "", *_table(("metric", self.kernel, other.kernel),
                                                            totals)])
 
@@ -255,7 +261,7 @@ def _pair(site: Site | None) -> tuple:
 
 def _table(head: tuple, rows: list[tuple]) -> list[str]:
     cells = [tuple(f"{c:,}" if isinstance(c, int) else str(c) for c in row) for row in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(head)]
+    widths = [max([len(str(h)), *(len(r[i]) for r in cells)]) for i, h in enumerate(head)]
     text = ("site", "instruction", "metric")  # left-aligned columns; numbers go right
     fmt = "  ".join(f"{{:<{w}}}" if h in text else f"{{:>{w}}}" for h, w in zip(head, widths))
     return [fmt.format(*head), fmt.format(*("-" * w for w in widths)),
@@ -354,6 +360,16 @@ def count_wmma(qualifier: str, operand: str, layout: str, space: str, stride: in
     ("global"/"shared"), rows ``stride`` elements apart, the fragment's element (0, 0) at byte
     ``origin`` (of a 128-byte-aligned allocation)."""
     spec = parse_wmma(qualifier)
+    size = spec.element_bytes(operand) if operand in ("a", "b", "c", "d") else 1
+    # CUDA's rules for wmma's ldm and pointer: 16-byte multiples, a 256-bit aligned address.
+    stride = integer(stride, "count_wmma stride (ldm, in elements)", minimum=1)
+    origin = integer(origin, "count_wmma origin (bytes)", minimum=0)
+    if stride * size % 16:
+        raise ValueError(f"count_wmma: stride {stride} ({stride * size} bytes) must be a "
+                         f"multiple of 16 bytes (wmma's ldm rule)")
+    if origin % 32:
+        raise ValueError(f"count_wmma: origin {origin} must be a multiple of 32 bytes (wmma "
+                         f"takes a 256-bit aligned pointer)")
     counter = Counter()
     offsets = element_offsets(spec, operand, layout, stride)
     counter._count_lowered("wmma", spec, operand, layout, space, stride,
@@ -562,10 +578,13 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
                     real_scalar(beta, "beta", dtype=np.float32), kernel.shared_bytes(p))
     blocks = [(r, c) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])] \
         if exhaustive else [(0, 0)]
-    for row, col in blocks:
-        tracer.begin_blocks(np.array([row]), np.array([col]))
-        kernel.issue(tracer)
-        tracer.end_blocks()
+    label = f"tcsim.trace {kernel.name} M={tracer.M} N={tracer.N} K={tracer.K}"
+    with progress(len(blocks), label) as tick:  # exhaustive traces of large problems take long
+        for row, col in blocks:
+            tracer.begin_blocks(np.array([row]), np.array([col]))
+            kernel.issue(tracer)
+            tracer.end_blocks()
+            tick(1)
     tiles = tracer.k_tile_count
     pipeline = {"k_tiles": tiles, "prefetch": tracer.prefetch,
                 "barriers": tracer.barriers / len(blocks) / max(tiles, 1),

@@ -15,6 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from ..isa.validate import check_memory
+from ..progress import progress as bar
 from .evaluate import Operands, evaluate
 from .plan import Plan
 from .table import CallKey, UnsupportedCallError, is_aligned, table
@@ -39,12 +40,19 @@ class Call:
         return table(gpu).choose(self.key)
 
 
-def run(call: Call, *, gpu: str, plan: Plan | None, progress) -> np.ndarray:
+def run(call: Call, *, gpu: str, plan: Plan | None, progress=None) -> np.ndarray:
+    """D for a checked call; ``progress`` (a tick function taking rows done) or, by default,
+    a bar on a terminal for a long emulation (`tcsim.progress`)."""
     if plan is not None and not isinstance(plan, Plan):
         raise TypeError(f"plan must be a tcsim.blas.Plan, got {type(plan).__name__}")
     chosen = plan if plan is not None else call.plan(gpu)[0]
-    D = evaluate(chosen, call.ops, progress=progress)
-    return D.reshape(call.shape)
+    if progress is not None:
+        return evaluate(chosen, call.ops, progress=progress).reshape(call.shape)
+    k = call.key
+    label = f"tcsim.blas {k.cls[0]} {k.M}x{k.N}x{k.K}" + (f" batch {k.batch}" if k.batch > 1
+                                                          else "")
+    with bar(k.M * k.batch, label) as tick:
+        return evaluate(chosen, call.ops, progress=tick).reshape(call.shape)
 
 
 # ---- argument checks, as torch makes them -------------------------------------------------

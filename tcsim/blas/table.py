@@ -1,6 +1,6 @@
 """The measured plan table, and the rule for shapes it does not hold.
 
-`plans_h100.json` (beside this module) holds, for each call of a sweep on an H100
+`plans_h100.json.gz` (beside this module) holds, for each call of a sweep on an H100
 (scripts/blas_sweep.py), the kernels cuBLAS ran and the plan identified from their output bits
 (scripts/blas_identify.py), with the versions of torch, CUDA and cuBLAS measured. A call is
 classed by what makes cuBLAS choose differently (the operation and its epilogue, the dtypes,
@@ -16,6 +16,7 @@ at which it is right on shapes kept out of the table.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from importlib import resources
 
 from .plan import Plan, PlanError
 
-GPUS = {"H100": "plans_h100.json"}
+GPUS = {"H100": "plans_h100.json.gz"}
 
 
 class UnsupportedCallError(ValueError):
@@ -155,8 +156,8 @@ def table(gpu: str = "H100") -> Table:
     if gpu not in GPUS:
         raise UnsupportedCallError(
             f"tcsim.blas has plans measured on {', '.join(GPUS)}, not {gpu!r}")
-    text = resources.files("tcsim.blas").joinpath(GPUS[gpu]).read_text()
-    data = json.loads(text)
+    data = json.loads(gzip.decompress(resources.files("tcsim.blas").joinpath(GPUS[gpu])
+                                      .read_bytes()))
     entries = []
     for e in data["entries"]:
         try:

@@ -19,6 +19,17 @@ Rounding = Literal["rn", "rz"]
 Overflow = Literal["ieee", "inf", "saturate"]
 
 
+def native_order(values: np.ndarray) -> np.ndarray:
+    """``values`` in this machine's byte order: big-endian input (``'>f2'``) holds the same
+    numbers, which the registers (little-endian) hold as bits. A copy only when it is not."""
+    return values if values.dtype.isnative else values.astype(values.dtype.newbyteorder("="))
+
+
+def same_type(dtype: np.dtype, wanted: np.dtype) -> bool:
+    """Whether ``dtype`` is ``wanted`` in either byte order."""
+    return dtype.newbyteorder("=") == wanted
+
+
 class _Stored:
     """How a format's values sit in a register slot: its numpy dtype and unsigned storage type.
 
@@ -32,11 +43,11 @@ class _Stored:
     def to_bits(self, values: np.ndarray) -> np.ndarray:
         """Bit patterns of an array of this format's numpy dtype (tf32: float32, bits as given)."""
         values = np.asarray(values)
-        if values.dtype != self.dtype:
+        if not same_type(values.dtype, self.dtype):
             raise TypeError(
                 f"{self.name} operand must have dtype {self.dtype.name}, got {values.dtype.name}"
             )
-        return values.view(self.uint)
+        return native_order(values).view(self.uint)
 
     def from_bits(self, bits: np.ndarray) -> np.ndarray:
         return np.asarray(bits).astype(self.uint, copy=False).view(self.dtype)

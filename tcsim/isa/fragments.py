@@ -15,9 +15,9 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from .formats import F16, FloatFormat
+from .formats import F16, FloatFormat, native_order, same_type
 from .qualifier import MmaSpec, parse
-from .validate import broadcast_batch, check_memory
+from .validate import broadcast_batch, check_memory, integer
 
 WARP_SIZE = 32
 if sys.byteorder != "little":  # registers are viewed as pairs of 16-bit elements in place
@@ -82,6 +82,9 @@ class FragmentMap:
     def locate(self, row: int, col: int) -> tuple[int, int, int]:
         """(lane, register, part) holding element (row, col); part is the element's place in
         its register, 0 for the lowest bits (the low half, or byte 0 of four)."""
+        row, col = (integer(x, f"{self.name} locate: {what}", minimum=0, maximum=top - 1,
+                            why=f" (the matrix is {self.rows}x{self.cols})")
+                    for x, what, top in ((row, "row", self.rows), (col, "col", self.cols)))
         e = int(self.element_of[row, col])
         return int(self.lane_of[row, col]), e // self.per_register, e % self.per_register
 
@@ -220,7 +223,7 @@ class FragmentMap:
 def check_matrix(name: str, fmt: FloatFormat, shape: tuple[int, int], matrix) -> np.ndarray:
     """``matrix`` as an array, after checking it has ``fmt``'s dtype and shape (..., *shape)."""
     m = np.asarray(matrix)
-    if m.dtype != fmt.dtype:
+    if not same_type(m.dtype, fmt.dtype):  # either byte order: '>f2' holds float16s too
         raise TypeError(
             f"{name}: expected dtype {fmt.dtype.name} ({fmt.name}), got {m.dtype.name}"
         )
@@ -229,7 +232,7 @@ def check_matrix(name: str, fmt: FloatFormat, shape: tuple[int, int], matrix) ->
             f"{name}: expected a matrix of shape (..., {shape[0]}, {shape[1]}), got {m.shape}"
         )
     check_memory(m.size * m.itemsize, f"{name}: a matrix of shape {m.shape}")  # a broadcast view
-    return m
+    return native_order(m)
 
 
 def check_batch(spec: MmaSpec, operands) -> tuple[int, ...]:

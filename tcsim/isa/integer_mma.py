@@ -20,8 +20,8 @@ def integer_mma_bits(spec: MmaSpec, A: np.ndarray, B: np.ndarray, C: np.ndarray)
     b = spec.format("b").from_bits(B).astype(np.float64)
     # Each dot product is an integer below 2**21 in magnitude: float64 holds it exactly, and
     # float64 matmul is much faster in numpy than integer matmul.
-    total = np.matmul(a, b).astype(np.int64)
-    total += np.asarray(C).astype(np.uint32).view(np.int32)
+    # Not in place: C may broadcast the products to a larger batch (C (3, ...), A and B (1, ...)).
+    total = np.matmul(a, b).astype(np.int64) + np.asarray(C).astype(np.uint32).view(np.int32)
     if spec.saturate:
         np.clip(total, S32_MIN, S32_MAX, out=total)
     return total.astype(np.uint32)  # keeps the low 32 bits: two's-complement wrap-around

@@ -22,12 +22,13 @@ def mma(
     qualifier: str,
     A: np.ndarray,
     B: np.ndarray,
-    C: np.ndarray,
+    C: np.ndarray | None = None,
     arch: str | ArchProfile = "sm_90",
 ) -> np.ndarray:
     """``D = A @ B + C`` for one mma.sync instruction, bit-exact, over any batch shape.
 
-    A is (..., M, K), B is (..., K, N), C is (..., M, N); dtypes as the qualifier's types say:
+    A is (..., M, K), B is (..., K, N), C is (..., M, N) (None: zeros, for D = A @ B); dtypes
+    as the qualifier's types say:
     float16, ml_dtypes.bfloat16, float32 (f32, and tf32, whose low 13 bits the hardware
     ignores), ml_dtypes.float8_e4m3fn / float8_e5m2, int8, uint8 or int32 (s32).
     Returns D (..., M, N) in D's dtype. A wgmma qualifier ("m64n128k16.f32.f16.f16") runs
@@ -38,6 +39,7 @@ def mma(
     if is_wgmma_qualifier(qualifier):
         return wgmma(qualifier, A, B, C, arch=arch)
     spec = parse(qualifier)
+    C = spec.zero_c(A, B) if C is None else C
     bits = [_matrix_bits(spec, op, x) for op, x in zip("abc", (A, B, C))]
     check_batch(spec, bits)
     # Same bits as unpack(mma_regs(pack(A), pack(B), pack(C))), without the register shuffles.

@@ -9,8 +9,11 @@ maps and the documentation. This module owns the list of supported instructions.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
+
+import numpy as np
 
 from .formats import FloatFormat, IntFormat, format_named
 
@@ -35,6 +38,8 @@ FAMILY_OF = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "e4m3": "fp8", "e5m2"
 _FAMILY = FAMILY_OF
 _MEMBERS = {"fp8": ("e4m3", "e5m2"), "int8": ("s8", "u8")}
 SATFINITE = "satfinite"
+# A shape as PTX spells it: ASCII digits without leading zeros, nothing before or after.
+_SHAPE = re.compile(r"m([1-9][0-9]*)n([1-9][0-9]*)k([1-9][0-9]*)")
 
 
 class QualifierError(ValueError):
@@ -59,6 +64,18 @@ class OperandTypes:
         return {"a": (self.m, self.k), "b": (self.k, self.n)}.get(
             _operand(operand), (self.m, self.n)
         )
+
+    def zero_c(self, A, B) -> np.ndarray:
+        """A zero C for ``D = A @ B``: C's dtype, the batch A and B broadcast to (when they
+        do not, the batch of A alone, and the check of A and B names the mismatch). A
+        read-only zero-stride view: nothing is allocated per instruction."""
+        shapes = (np.shape(A)[:-2], np.shape(B)[:-2])
+        try:
+            batch = np.broadcast_shapes(*shapes)
+        except ValueError:
+            batch = shapes[0]
+        zero = np.zeros((), self.format("c").dtype)
+        return np.broadcast_to(zero, batch + self.matrix_shape("c"))
 
     @property
     def input_type(self) -> str:
@@ -108,6 +125,16 @@ def _operand(name: str) -> str:
     return op
 
 
+def parse_shape(qualifier: str, shape: str, example: str) -> tuple[int, int, int]:
+    """(m, n, k) of the shape part of ``qualifier`` (mma.sync's and wgmma's): ``m16n8k8``
+    exactly, so that a spelling such as ``m016n8k8`` or ``m 16`` is refused, not kept."""
+    match = _SHAPE.fullmatch(shape)
+    if match is None:
+        raise QualifierError(f"{qualifier!r}: {shape!r} is not a shape like {example}")
+    m, n, k = (int(x) for x in match.groups())
+    return m, n, k
+
+
 def parse(qualifier: str) -> MmaSpec:
     """Parse ``"m16n8k8.row.col.f32.f16.f16.f32"`` (with or without ``mma.sync.aligned.``)."""
     if not isinstance(qualifier, str):  # before the cache, which would fail on a list
@@ -130,14 +157,7 @@ def _parse(qualifier: str) -> MmaSpec:
             f"for example 'm16n8k8.row.col.f32.f16.f16.f32'"
         )
     shape, a_layout, b_layout, d_type, a_type, b_type, c_type = parts
-    try:
-        m, rest = shape[1:].split("n")
-        n, k = rest.split("k")
-        mnk = (int(m), int(n), int(k))
-        if not shape.startswith("m"):
-            raise ValueError
-    except ValueError:
-        raise QualifierError(f"{qualifier!r}: {shape!r} is not a shape like m16n8k8") from None
+    mnk = parse_shape(qualifier, shape, "m16n8k8")
     for t in (a_type, b_type):
         if t not in _FAMILY:
             raise QualifierError(

@@ -44,14 +44,15 @@ def kernel_named(name: str | Kernel) -> Kernel:
                         f"'kernel1', got {name!r}")
     if is_spec(name):
         return resolve(name)
-    kernel = (KERNELS.get(name) or HOPPER_KERNELS.get(name) or SEED_KERNELS.get(name)
-              or PLANTED.get(name))
-    if kernel is None:
-        raise ValueError(f"no kernel named {name!r}; known: {', '.join(KERNELS)}, "
-                         f"{', '.join(HOPPER_KERNELS)}, the seeds' {', '.join(SEED_KERNELS)} and "
-                         f"the planted bugs {', '.join(PLANTED)}; or a kernel of your own as "
-                         f"FILE.py:NAME or package.module:NAME")
-    return kernel
+    # One list for the lookup and the message, so that the message names every kernel taken.
+    registry = {"the ladder": KERNELS, "Hopper's": HOPPER_KERNELS, "the seeds'": SEED_KERNELS,
+                "the planted bugs": PLANTED}
+    for kernels in registry.values():
+        if name in kernels:
+            return kernels[name]
+    known = "; ".join(f"{label} {', '.join(kernels)}" for label, kernels in registry.items())
+    raise ValueError(f"no kernel named {name!r}; known: {known}; or a kernel of your own as "
+                     f"FILE.py:NAME or package.module:NAME")
 
 
 __all__ = ["GemmParams", "HOPPER_KERNELS", "KERNELS", "Kernel", "ProblemSizeError",

@@ -19,6 +19,7 @@ from ..isa.wgmma import wgmma_regs
 from ..isa.wmma import wmma_fragment, wmma_regs
 from ..memory.access import parse_instruction
 from ..memory.descriptors import MatrixDescriptor
+from ..progress import progress
 from .happens_before import PhaseChecker
 from .kernel import Kernel
 from .machine import Machine
@@ -39,6 +40,8 @@ class Executor(Machine):
         self.alpha, self.beta = np.float32(alpha), np.float32(beta)
         self.memory = {"A": A.reshape(-1), "B": B.reshape(-1), "C": C.reshape(-1),
                        "D": D.reshape(-1)}
+        self.progress = _Share(lambda done: None, 0)  # `execute` gives each group its share
+        self.role = None  # the role running now (warp-specialized kernels)
 
     def begin_blocks(self, rows, cols) -> None:
         super().begin_blocks(rows, cols)
@@ -55,7 +58,9 @@ class Executor(Machine):
         return self.local
 
     def k_tiles(self, start=0, stop=None):
-        return iter(range(start, self.k_tile_count if stop is None else stop))
+        for k in range(start, self.k_tile_count if stop is None else stop):
+            yield k
+            self.progress.step(self.role, self.block_rows.size)  # a K tile of each block
 
     def _block_index(self, ndim: int) -> np.ndarray:
         return np.arange(self.block_rows.size).reshape((-1,) + (1,) * ndim)
@@ -229,7 +234,13 @@ class Executor(Machine):
             self.phases.retire(pending)
 
     def _run_roles(self, roles):
-        interleave(roles, self.kernel, self.phases.switch if self.phases else lambda name: None)
+        def resume(name: str) -> None:
+            self.role = name
+            if self.phases:
+                self.phases.switch(name)
+
+        interleave(roles, self.kernel, resume)
+        self.role = None
 
 
 @cache
@@ -302,14 +313,44 @@ def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
     D = np.zeros_like(C)
     ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta), checks,
                   kernel.shared_bytes(params))
+    groups = block_tiles(params, ex.M, ex.N)
     acc_bytes = params.warps * params.warp_m * params.warp_n * (2 if params.accumulate == "f16"
                                                                 else 4)
     local_bytes = params.threads * kernel.local_bytes(params)
     # temporaries are several times acc
     group = max(1, MAX_REGISTER_BYTES // (8 * acc_bytes + local_bytes))
-    for rows, cols in block_tiles(params, ex.M, ex.N):
-        for start in range(0, rows.shape[0], group):
-            ex.begin_blocks(rows[start:start + group], cols[start:start + group])
-            kernel.issue(ex)
-            ex.end_blocks()
+    work = sum(rows.size for rows, _ in groups) * ex.k_tile_count  # K tiles of every tile
+    label = f"tcsim.run {kernel.name} M={ex.M} N={ex.N} K={ex.K}"
+    with progress(work, label) as tick:
+        for rows, cols in groups:
+            for start in range(0, rows.shape[0], group):
+                ex.begin_blocks(rows[start:start + group], cols[start:start + group])
+                ex.progress = _Share(tick, rows[start:start + group].size * ex.k_tile_count)
+                kernel.issue(ex)
+                ex.end_blocks()
+                ex.progress.finish()
     return D.view(params.output_dtype)
+
+
+class _Share:
+    """One group of blocks' share of a run's progress: its K tiles as the schedule steps
+    through them (each role of a warp-specialized kernel walks the K loop: the furthest
+    counts), never more than its share, and what is left when the group ends."""
+
+    def __init__(self, tick, share: int) -> None:
+        self.tick, self.left = tick, share
+        self.walked: dict = {}  # role -> K tiles it has stepped through
+
+    def step(self, role, done: int) -> None:
+        before = max(self.walked.values(), default=0)
+        self.walked[role] = self.walked.get(role, 0) + done
+        self._credit(max(self.walked.values()) - before)
+
+    def finish(self) -> None:
+        self._credit(self.left)
+
+    def _credit(self, done: int) -> None:
+        done = min(done, self.left)
+        if done > 0:
+            self.left -= done
+            self.tick(done)

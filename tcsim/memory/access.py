@@ -129,7 +129,7 @@ def _lane_phases(width: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(range(p, p + per_phase)) for p in range(0, WARP, per_phase))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Access:
     """The accounting of one warp-wide access."""
 
@@ -149,6 +149,9 @@ class Access:
         text = (f"{self.instruction}: {self.wavefronts} wavefronts, ideal {self.ideal}, "
                 f"{self.conflicts} bank conflicts")
         return text + (f" (caveat: {self.caveat})" if self.caveat else "")
+
+    def __repr__(self) -> str:  # one line in a REPL too, not the words table
+        return f"<Access {self}>"
 
     def heatmap(self) -> str:
         """Words per (phase, bank) as text; `tcsim.memory.heatmap` also draws images."""
@@ -259,8 +262,8 @@ def access(instruction: str, addresses, *, size: int | None = None,
 
     ``addresses``: the 32 lanes' byte addresses in the block's shared memory, integers from 0
     up to ``size`` (by default the `SM90_BLOCK_LIMIT` bytes one block can have); a lane with
-    None supplies none (for ldmatrix/stmatrix only lanes ``0 .. 8N-1`` supply row addresses
-    anyway). Floats (even whole ones), NaN, bools, strings and negative numbers raise
+    None supplies none (for ldmatrix/stmatrix only lanes ``0 .. 8N-1`` supply row addresses,
+    and each of them must). Floats (even whole ones), NaN, bools, strings and negative numbers raise
     `SharedMemoryError` naming the lane, as do misaligned or out-of-range addresses.
     ``sources``: for ``cp.async`` only, the lanes' global byte addresses (non-negative
     integers), which shape how the copy is written (`tcsim.memory.async_copy`); by default
@@ -280,6 +283,12 @@ def _access(instruction: str, addresses, size: int | None, site: str | None,
     if inst.kind in ("ldmatrix", "stmatrix"):
         used = np.zeros(WARP, bool)
         used[: 8 * inst.matrices] = True
+        if not active[used].all():  # a row with no address: the hardware reads one anyway
+            lane = int(np.argmin(active[used]))
+            raise SharedMemoryError(
+                f"{inst.spelling}{_at(site)}: lane {lane} supplies no row address (None); "
+                f"lanes 0..{8 * inst.matrices - 1} each give one row of the "
+                f".x{inst.matrices} matrices")
         active = active & used
     check_addresses(inst, addr, active, size, site)
     if inst.kind == "cp.async":

@@ -47,6 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..isa.formats import native_order
+from ..isa.validate import integer_array
 from .layouts import Layout, Swizzle, Swizzled, render_layout
 
 __all__ = [
@@ -440,7 +442,7 @@ class DescriptorTile:
     def pack(self, matrix: ArrayLike) -> np.ndarray:
         """The shared-memory bytes (uint8, ``(..., nbytes)``) holding ``matrix`` (``(...,
         rows, k)``, any dtype of ``element_bytes``), so that the descriptors read it back."""
-        m = np.ascontiguousarray(matrix)
+        m = native_order(np.ascontiguousarray(matrix))  # the bytes shared memory holds
         if m.shape[-2:] != (self.rows, self.k) or m.dtype.itemsize != self.element_bytes:
             raise ValueError(f"expected (..., {self.rows}, {self.k}) elements of "
                              f"{self.element_bytes} bytes, got {m.shape} {m.dtype}")
@@ -452,16 +454,35 @@ class DescriptorTile:
     def unpack(self, data: ArrayLike, dtype: np.dtype | type | str) -> np.ndarray:
         """The (..., rows, k) matrix of ``dtype`` that the bytes ``data`` (..., >= nbytes)
         hold: the inverse of `pack`."""
-        raw = np.ascontiguousarray(data, dtype=np.uint8)[..., :self.nbytes]
-        values = raw.view(np.dtype(dtype))
-        if values.dtype.itemsize != self.element_bytes:
-            raise ValueError(f"dtype {values.dtype} is not {self.element_bytes} bytes")
+        try:
+            want = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"unpack: dtype {dtype!r} is not a numpy dtype (the tile holds "
+                            f"{self.element_bytes}-byte elements)") from None
+        if want.itemsize != self.element_bytes:
+            raise DescriptorError(f"unpack: dtype {want} is not {self.element_bytes} bytes, "
+                                  f"the tile's element")
+        raw = _shared_bytes(data, self.nbytes)[..., :self.nbytes]
+        # Shared memory is little-endian: read it so, and give the numbers in ``want``.
+        values = np.ascontiguousarray(raw).view(want.newbyteorder("<")).astype(want, copy=False)
         picked = values[..., self.layout.offsets().ravel()]
         return picked.reshape(raw.shape[:-1] + (self.rows, self.k))
 
     def visualize(self, line_bytes: int = 128, lines_per_block: int = 8) -> str:
         """The tile's shared memory from ``start``, as `DescriptorLayout.visualize` draws it."""
         return _draw(self.layout, self.element_bytes, line_bytes, lines_per_block)
+
+
+def _shared_bytes(data: ArrayLike, nbytes: int) -> np.ndarray:
+    """``data`` as uint8 bytes (..., >= nbytes), checked: integers 0..255, never wrapped."""
+    arr = np.asarray(data) if isinstance(data, np.ndarray) else np.array(data, dtype=object)
+    if arr.dtype != np.uint8:
+        arr = integer_array(arr, "unpack data", limit=256, limit_text=" (a byte is 0..255)",
+                            error=DescriptorError)[0].astype(np.uint8)
+    if arr.ndim == 0 or arr.shape[-1] < nbytes:
+        raise DescriptorError(f"unpack data must be bytes of shape (..., >= {nbytes}), the "
+                              f"tile's span; got shape {arr.shape}")
+    return arr
 
 
 def canonical_tile(rows: int, k: int, element: int | str, major: str = "K",
@@ -483,6 +504,9 @@ def canonical_tile(rows: int, k: int, element: int | str, major: str = "K",
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < step or k % step:
         raise DescriptorError(f"k must be a positive multiple of one wgmma's K = {step} "
                               f"{e}-byte elements, got {k!r}")
+    if rows * k * e > WINDOW:  # before the layout is tabulated: it could not be addressed
+        raise DescriptorError(f"a {rows}x{k} tile of {e}-byte elements needs {rows * k * e} "
+                              f"bytes, more than the {WINDOW} a descriptor can address")
     if major == "MN" and e != 2:
         raise DescriptorError(f"MN-major (transposed) operands exist only for f16/bf16 (PTX: "
                               f"imm-trans), not for {e}-byte elements")

@@ -152,7 +152,12 @@ class Layout(ABC):
 
     def offset(self, row: ArrayLike, col: ArrayLike) -> Offset:
         """Element offset of (row, col); arrays broadcast and give an int64 array."""
-        r, c = np.broadcast_arrays(_as_int_array(row, "row"), _as_int_array(col, "col"))
+        r, c = _as_int_array(row, "row"), _as_int_array(col, "col")
+        try:
+            r, c = np.broadcast_arrays(r, c)
+        except ValueError:
+            raise ValueError(f"row of shape {r.shape} and col of shape {c.shape} do not "
+                             f"broadcast") from None
         rows, cols = self.shape
         bad = (r < 0) | (r >= rows) | (c < 0) | (c >= cols)
         if bad.any():
@@ -177,7 +182,18 @@ class Layout(ABC):
         if isinstance(element_bytes, bool) or not isinstance(element_bytes, (int, np.integer)) \
                 or element_bytes <= 0:
             raise ValueError(f"element_bytes must be a positive integer, got {element_bytes!r}")
-        return integer(base, "base", minimum=0) + self.offset(row, col) * int(element_bytes)
+        base = integer(base, "base", minimum=0)
+        self._check_span(int(element_bytes), base)
+        return base + self.offset(row, col) * int(element_bytes)
+
+    def _check_span(self, element_bytes: int = 1, base: int = 0) -> None:
+        """Refuse a tile whose offsets (or byte addresses) would not fit in int64, where numpy
+        would wrap them silently to negative numbers: when it is made, and in `byte_address`."""
+        top = base + self.capacity * element_bytes
+        if top > INT64_LIMIT:
+            unit = "elements" if element_bytes == 1 else f"bytes from base {base}"
+            raise ValueError(f"{self!r} spans {top:,} {unit}; offsets are int64, so a tile "
+                             f"may span at most 2**63")
 
 
 class RowMajor(Layout):
@@ -190,6 +206,7 @@ class RowMajor(Layout):
     def __init__(self, rows: int, cols: int, pad: int = 0) -> None:
         self.shape = (_count(rows, "rows"), _count(cols, "cols"))
         self.pad = _count(pad, "pad")
+        self._check_span()
 
     @property
     def pitch(self) -> int:
@@ -213,6 +230,7 @@ class ColumnMajor(Layout):
     def __init__(self, rows: int, cols: int, pad: int = 0) -> None:
         self.shape = (_count(rows, "rows"), _count(cols, "cols"))
         self.pad = _count(pad, "pad")
+        self._check_span()
 
     @property
     def pitch(self) -> int:
@@ -239,9 +257,15 @@ class Swizzled(Layout):
     """
 
     def __init__(self, layout: Layout, swizzle: Swizzle) -> None:
+        if not isinstance(layout, Layout):
+            raise TypeError(f"Swizzled takes a Layout (RowMajor(rows, cols), ...), got "
+                            f"{layout!r}")
+        if not isinstance(swizzle, Swizzle):
+            raise TypeError(f"Swizzled takes a Swizzle (Swizzle(3, 3, 3), ...), got {swizzle!r}")
         self.layout = layout
         self.swizzle = swizzle
         self.shape = layout.shape
+        self._capacity = layout.capacity  # until the swizzled offsets say more
         offsets = self.offsets()
         top = int(offsets.max()) + 1 if offsets.size else 0
         self._capacity = max(layout.capacity, top)
@@ -348,6 +372,7 @@ class TensorOpMultiplicand(Layout):
         self._pitch_shape = (strided, contiguous)
         self.shape = (contiguous, strided) if self._orientation == "column" else (strided,
                                                                                    contiguous)
+        self._check_span()
 
     @property
     def capacity(self) -> int:

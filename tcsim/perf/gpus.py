@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
+from ..isa.qualifier import parse
+from ..isa.wgmma.spec import is_wgmma_qualifier, parse_wgmma
+
 
 @dataclass(frozen=True)
 class Constant:
@@ -60,12 +63,13 @@ class Gpu:
 
 def tensor_family(qualifier: str) -> str:
     """What sets a tensor instruction's rate: ``"m16n8k16.f32.f16"`` (an mma.sync's shape, D
-    type and A type) or ``"wgmma.m64n256k16.f32.f16"``."""
-    if qualifier.startswith("wgmma."):
-        parts = qualifier.removeprefix("wgmma.mma_async.sync.aligned.").split(".")
-        return f"wgmma.{parts[0]}.{parts[1]}.{parts[2]}"
-    parts = qualifier.removeprefix("mma.sync.aligned.").split(".")
-    return f"{parts[0]}.{parts[3]}.{parts[4]}"
+    type and A type) or ``"wgmma.m64n256k16.f32.f16"``; the qualifier with or without its
+    PTX prefix (a `QualifierError` names one that is no instruction)."""
+    if is_wgmma_qualifier(qualifier):
+        spec = parse_wgmma(qualifier)
+        return f"wgmma.{spec.shape}.{spec.d_type}.{spec.a_type}"
+    spec = parse(qualifier)
+    return f"{spec.shape}.{spec.d_type}.{spec.a_type}"
 
 
 @cache
@@ -82,8 +86,12 @@ def gpu(name: str | Gpu) -> Gpu:
     if isinstance(name, Gpu):
         return name
     table = _table()
+    if not isinstance(name, str):
+        raise TypeError(f"gpu must be a GPU name such as 'H100-SXM' or a Gpu, got {name!r}")
     if name not in table:
-        raise KeyError(f"unknown GPU {name!r}; known: {', '.join(table)}")
+        alike = [key for key in table if key.lower() == name.strip().lower()]
+        raise ValueError(f"unknown GPU {name!r}" + (f" (did you mean {alike[0]!r}?)" if alike
+                                                     else "") + f"; known: {', '.join(table)}")
     entry = table[name]
     constants = {k: Constant(**v) for k, v in entry["constants"].items()}
     tensor = {k: Constant(**v) for k, v in entry["tensor"].items()}

@@ -129,6 +129,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     from ..kernels.allocation import check_tiles
     from ..kernels.scheduler import blocks_launched
 
+    _check_trace(trace)
     g = gpu_named(gpu)
     kernel = trace.kernel_object or kernel_named(trace.kernel)
     p = kernel.params(**trace.params)
@@ -270,9 +271,16 @@ def _epilogue_cycles(sites, tiles: int, g: Gpu) -> float:
         + wavefronts / g["shared_wavefronts_per_cycle"]
 
 
+def _check_trace(trace) -> None:
+    # What explain reads of a Trace, asked of the object (importing tcsim.trace here would
+    # close a circle: Trace.explain calls this module).
+    if not all(hasattr(trace, a) for a in ("kernel", "problem", "params", "sites", "pipeline")):
+        raise TypeError(f"explain takes a Trace (tcsim.trace(kernel, M, N, K)), got {trace!r}")
+
+
 def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
     if registers is not None:
-        return int(registers), "the caller"
+        return registers, "the caller"  # occupancy() checks it
     found = twin_registers(kernel.source, kernel.entry, kernel.defines(p), kernel.arch or g.arch)
     if found is not None:
         return found, "ptxas"

@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from functools import cache
 
+from ..isa.validate import integer
 from .gpus import Gpu
 
 
@@ -37,6 +38,11 @@ def occupancy(gpu: Gpu, warps: int, registers: int, registers_source: str,
               shared_bytes: int) -> Occupancy:
     """Blocks per SM (CUDA's occupancy rules: registers allocated per warp in units of
     ``register_alloc_unit``, shared memory plus the per-block reservation)."""
+    warps = integer(warps, "warps", minimum=1)
+    registers = integer(registers, "registers", minimum=1,
+                        maximum=int(gpu["max_registers_per_thread"]),
+                        why=f" (the most a thread has on {gpu.key})")
+    shared_bytes = integer(shared_bytes, "shared_bytes", minimum=0)
     unit = int(gpu["register_alloc_unit"])
     per_warp = -(-registers * 32 // unit) * unit
     reserved = int(gpu["shared_reserved_per_block"])

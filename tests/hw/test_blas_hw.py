@@ -10,6 +10,7 @@ docs/blas.md. TCSIM_BLAS_CALLS sets how many calls of each set (default 160 and 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
@@ -41,8 +42,8 @@ def _table_calls(rng, count):
 
 
 def _entries():
-    return json.loads(resources.files("tcsim.blas").joinpath("plans_h100.json")
-                      .read_text())["entries"]
+    return json.loads(gzip.decompress(resources.files("tcsim.blas")
+                                      .joinpath("plans_h100.json.gz").read_bytes()))["entries"]
 
 
 def _held_out_calls(rng, count, known):

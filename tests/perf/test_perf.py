@@ -31,7 +31,7 @@ def test_every_constant_has_a_unit_and_a_source():
 
 
 def test_an_unknown_gpu_or_constant_is_named():
-    with pytest.raises(KeyError, match="unknown GPU 'V100'"):
+    with pytest.raises(ValueError, match="unknown GPU 'V100'"):
         gpu("V100")
     with pytest.raises(KeyError, match="no constant 'warp_size'"):
         gpu("H100-SXM")["warp_size"]

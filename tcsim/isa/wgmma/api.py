@@ -70,16 +70,19 @@ def _arch(arch: str | ArchProfile | WgmmaNumerics) -> WgmmaNumerics:
     return numerics(arch)
 
 
-def wgmma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, scale_d=1,
+def wgmma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *,
+          scale_d=1,
           scale_a=1, scale_b=1, trans_a=False, trans_b=False,
           arch: str | ArchProfile | WgmmaNumerics = "sm_90") -> np.ndarray:
     """``D = scale_d * C + (scale_a * A) @ (scale_b * B)`` for one wgmma.mma_async, bit-exact.
 
     A is (..., 64, K), B (..., K, N), C (..., 64, N), any broadcastable batch, in the dtypes
     of the qualifier's types (float16, ml_dtypes.bfloat16, float32 for tf32 and f32,
-    ml_dtypes.float8_e4m3fn / float8_e5m2, int8, uint8, int32). Returns D (..., 64, N).
+    ml_dtypes.float8_e4m3fn / float8_e5m2, int8, uint8, int32); C None: zeros. Returns D
+    (..., 64, N).
     """
     spec = parse_wgmma(qualifier)
+    C = spec.zero_c(A, B) if C is None else C
     opts = check_options(spec, scale_d, scale_a, scale_b, trans_a, trans_b)
     prof = _arch(arch)
     bits = [_matrix_bits(spec, op, x) for op, x in zip("abc", (A, B, C))]

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from ..qualifier import FAMILY_OF, SATFINITE, OperandTypes, QualifierError
+from ..qualifier import FAMILY_OF, SATFINITE, OperandTypes, QualifierError, parse_shape
 
 PREFIX = "wgmma.mma_async.sync.aligned."
 M = 64  # every wgmma is 64 rows: four warps of 16
@@ -39,7 +39,6 @@ FAMILIES: dict[str, tuple[int, tuple[int, ...], tuple[str, ...], tuple[str, ...]
     "fp8": (32, DENSE_N, ("f16", "f32"), ("e4m3", "e5m2")),
     "int8": (32, INT8_N, ("s32",), ("s8", "u8")),
 }
-_SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)$")
 _EXAMPLE = "for example 'm64n128k16.f32.f16.f16' or 'm64n64k32.satfinite.s32.s8.u8'"
 
 
@@ -118,10 +117,7 @@ def _parse(qualifier: str) -> WgmmaSpec:
         raise QualifierError(f"{qualifier!r}: expected shape[.satfinite].dtype.atype.btype, "
                              f"{_EXAMPLE}")
     shape, d_type, a_type, b_type = parts
-    match = _SHAPE.match(shape)
-    if match is None:
-        raise QualifierError(f"{qualifier!r}: {shape!r} is not a shape like m64n128k16")
-    m, n, k = (int(x) for x in match.groups())
+    m, n, k = parse_shape(qualifier, shape, "m64n128k16")
     if m != M:
         raise QualifierError(f"{qualifier!r}: wgmma shapes have M = 64 (m64nNkK), got m{m}")
     for t in (a_type, b_type):

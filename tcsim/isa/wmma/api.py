@@ -22,15 +22,17 @@ def _arch(arch: str | ArchProfile) -> ArchProfile:
     return prof
 
 
-def wmma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
+def wmma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *,
          arch: str | ArchProfile = "sm_90") -> np.ndarray:
     """``D = A @ B + C`` for one wmma.mma, bit-exact.
 
     A is (..., M, K), B (..., K, N), C (..., M, N) in the dtypes of the qualifier's types
     (float16, ml_dtypes.bfloat16, float32 for tf32 and f32); any broadcastable batch. The layouts
-    in the qualifier say how A and B sit in memory and change no value. Returns D (..., M, N).
+    in the qualifier say how A and B sit in memory and change no value; C None: zeros.
+    Returns D (..., M, N).
     """
     spec = parse_wmma(qualifier)
+    C = spec.zero_c(A, B) if C is None else C
     prof = _arch(arch)
     bits = [_matrix_bits(spec, op, x) for op, x in zip("abc", (A, B, C))]
     check_batch(spec, bits)

@@ -1,0 +1,120 @@
+"""Build tests/blas/gpu_outputs.npz: H100 output bits the CPU tests hold tcsim.blas to.
+
+    python scripts/blas_test_data.py OUT.npz --sweep DIR [DIR ...] --dump DIR [DIR ...]
+
+Two kinds of records, each with the call as the GPU ran it (its shape picks the plan):
+- from sweeps (scripts/blas_sweep.py): the sampled rows of A, columns of B and output bits, for
+  a spread of calls of every kind and kernel family with K up to 512 (small enough to keep);
+- from hardware-test dumps (tests/hw/test_blas_hw.py with TCSIM_BLAS_DUMP): rows and columns
+  of whole outputs around the elements an earlier model got wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from tcsim.blas.sweep import load
+from tcsim.blas.table import UnsupportedCallError, key_of_sweep_call, table
+
+
+def modelled(call: dict) -> bool:
+    """Whether the plan table gives the call a plan (gemv-like kernels have none)."""
+    try:
+        table("H100").choose(key_of_sweep_call(call))
+        return True
+    except UnsupportedCallError:
+        return False
+
+
+def sweep_records(folders, per_kind: int, rng):
+    out = []
+    for folder in folders:
+        meta, parts = load(Path(folder))
+        by_kind = {}
+        for rec in meta["records"]:
+            if "error" in rec or rec["call"]["K"] > 512 or not modelled(rec["call"]):
+                continue
+            call = rec["call"]
+            kind = (call["op"], call.get("dtype"), call.get("a"), call.get("scales"),
+                    re.sub(r"\d+x\d+.*", "", rec["kernels"][0]["name"])[:48],
+                    len(rec["kernels"]) > 1)
+            by_kind.setdefault(kind, []).append(rec)
+        for recs in by_kind.values():
+            for i in rng.permutation(len(recs))[:per_kind]:
+                rec = recs[i]
+                arrays = parts[rec["part"]]
+                key = f"r{rec['index']}_"
+                out.append((rec["call"], {k[len(key):]: arrays[k] for k in arrays.files
+                                          if k.startswith(key)}))
+    return out
+
+
+def dump_records(folders):
+    out = []
+    for folder in folders:
+        log = [json.loads(line) for line in open(Path(folder) / "blas_hw.jsonl")]
+        for path in sorted(Path(folder).glob("wrong_*.npz")):
+            z = np.load(path)
+            call = json.loads(str(z["call"]))
+            rec = next(r for r in log if r.get("call") == call)
+            wrong = np.array([w["at"][-2:] for w in rec["first_wrong"]])
+            D = z["D"]
+            M, N = D.shape[-2:]
+            rows = np.unique(np.r_[wrong[:, 0], np.linspace(0, M - 1, 4).round()]).astype(int)
+            wide = 16 if call["op"] == "scaled_mm" else 6
+            cols = np.r_[wrong[:, 1], np.linspace(0, N - 1, wide - len(wrong)).round()]
+            cols = cols.astype(int)
+            arrays = _restrict(call, [z[f"arg{i}"] if f"arg{i}" in z.files else None
+                                      for i in range(4)], D, rows, cols)
+            out.append((call, arrays))
+    return out
+
+
+def _restrict(call, args, D, rows, cols):
+    """The sweep's array names for a dumped call restricted to ``rows`` and ``cols``."""
+    r, c = rows, cols
+    op = call["op"]
+    if op == "scaled_mm":
+        A, B, sa, sb = args
+        return dict(A=A[r], B=B[:, c], D=D[r[:, None], c],
+                    scale_a=sa[r] if sa.ndim == 2 else sa,
+                    scale_b=sb[:, c] if sb.ndim == 2 else sb)
+    if op in ("addmm", "addmm_bias"):
+        C, A, B = args[:3]
+        return dict(A=A[r], B=B[:, c], D=D[r[:, None], c],
+                    C=C[r[:, None], c] if C.ndim == 2 else C[c])
+    if op == "linear":
+        x, w, bias = args[:3]
+        out = dict(A=x[r], B=w[c].T, D=D[r[:, None], c])
+        if bias is not None:
+            out["bias"] = bias[c]
+        return out
+    A, B = args[:2]
+    return dict(A=A[..., r, :], B=B[..., :, c], D=D[..., r[:, None], c])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--sweep", nargs="*", default=[])
+    p.add_argument("--dump", nargs="*", default=[])
+    p.add_argument("--per-kind", type=int, default=3)
+    args = p.parse_args()
+    rng = np.random.default_rng(20261125)
+    records = sweep_records(args.sweep, args.per_kind, rng) + dump_records(args.dump)
+    arrays, calls = {}, []
+    for i, (call, recs) in enumerate(records):
+        calls.append(call)
+        for name, value in recs.items():
+            arrays[f"r{i}_{name}"] = value
+    np.savez_compressed(args.out, calls=json.dumps(calls), **arrays)
+    print(len(records), "records")
+
+
+if __name__ == "__main__":
+    main()
