@@ -406,6 +406,13 @@ def test_verify_runs_with_the_defaults_or_says_why_not():
     assert code == 2 and "no GPU check possible here" in out and err == ""
 
 
+@pytest.mark.parametrize("op", ["matmul", "addmm", "linear", "scaled_mm", "int_mm"])
+def test_blas_runs_every_op_with_the_defaults(op):
+    code, out, err = run_cli(["blas", op, "64", "32", "128"])
+    assert (code, err) == (0, ""), err
+    assert "kernel" in out and ("error against float64" in out or "exact int32" in out)
+
+
 def subcommands() -> list[str]:
     from tcsim.cli import build_parser
 
@@ -416,7 +423,7 @@ def subcommands() -> list[str]:
 
 # The subcommands the tests above run with their defaults: a new one must join them.
 RUN_WITH_DEFAULTS = {"demo", "layout", "mma", "trace", "compare", "explain", "docs",
-                     "precision", "verify"}
+                     "precision", "verify", "blas"}
 
 
 def test_every_subcommand_is_run_with_its_defaults_above():
