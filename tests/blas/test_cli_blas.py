@@ -138,3 +138,12 @@ def test_bad_arguments_are_one_line_and_exit_2(capsys, argv, words):
     err = captured.err.strip()
     assert code == 2 and "\n" not in err and err.startswith("tcsim"), err
     assert words in err and not captured.out
+
+
+def test_the_layout_reaches_the_call(capsys):
+    # torch's x.t() views make cuBLAS choose among other kernels: the four layouts find their
+    # kernels among different measured calls
+    kernels = {re.search(r"kernel\s+(\S+)", _run(capsys, "matmul", "64", "64", "1024",
+                                                  "--layout", layout)).group(1)
+               for layout in ("NN", "NT", "TN", "TT")}
+    assert len(kernels) >= 3
