@@ -8,6 +8,8 @@
 # BENCH_ARGS passes options to benchmarks/bench_gpu.py), checks (planted bugs under
 # compute-sanitizer and the simulator), cpasync (the cp.async study; STUDY_ARGS passes options).
 # mma runs the mma tests for TCSIM_HW_QUALIFIERS (comma list) filtered by TCSIM_K.
+# blas runs tests/hw/test_blas_hw.py (tcsim.blas against torch's cuBLAS calls; scripts/blas_sweep.py
+# measures the plan table itself).
 # wgmma runs tests/hw/test_wgmma_hw.py (sm_90a; TCSIM_HW_WGMMA_COUNT random instructions per
 # family, default 20,000; fp8 elements for model fitting land in $OUT/wgmma_fp8_elements.npz).
 # wmma runs tests/hw/test_wmma_hw.py (fragment maps; TCSIM_HW_WMMA_COUNT per qualifier).
@@ -97,6 +99,9 @@ elif [ "$mode" = hopper ]; then  # issue 15: bits and counters against the twins
   python3 benchmarks/clock_power.py --json "$OUT/clock_power.json" 2>&1 \
     | tee "$OUT/clock_power.log"
   python3 benchmarks/ncu_hopper.py --json "$OUT/ncu_hopper.json" 2>&1 | tee "$OUT/ncu_hopper.log"
+elif [ "$mode" = blas ]; then  # issue 32: tcsim.blas against torch/cuBLAS, every element
+  # TCSIM_BLAS_CALLS="table,held-out" call counts; wrong calls are kept under $OUT/dump.
+  TCSIM_BLAS_DUMP="$OUT/dump" hw_tests test_blas_hw.py
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
   hw_tests test_kernels_hw.py
 elif [ "$mode" = checks ]; then  # planted bugs: compute-sanitizer against the simulator

@@ -74,3 +74,19 @@ for r in rows:
               f"median {r['log2_error_median']}")
     elif r.get("test") == "wgmma_fact":
         print(f"wgmma fact {r['fact']:44s} {r['d_bits']:>10s} ({r['verdict']})")
+
+blas = [r for r in rows if r.get("test") == "blas"]
+if blas:
+    ran = [r for r in blas if "torch_refused" not in r]
+    for label, held in (("table shapes", False), ("held-out shapes", True)):
+        part = [r for r in ran if r["call"]["held_out"] == held]
+        exact = [r for r in part if r["wrong"] == 0]
+        explained = [r for r in part if r["wrong"] and r.get("explained_by")]
+        refused = [r for r in part if r["wrong"] is None]
+        print(f"tcsim.blas {label}: {len(exact)} of {len(part)} calls exact "
+              f"({sum(r['elements'] for r in exact):,} of {sum(r['elements'] for r in part):,} "
+              f"elements); {len(explained)} more explained by identify with the GPU's kernels; "
+              f"{len(refused)} refused (no model)")
+    said_no = [r for r in blas if "torch_refused" in r]
+    print(f"tcsim.blas calls torch refused: {len(said_no)}, refused by tcsim too: "
+          f"{sum(r['tcsim_refused'] is not None for r in said_no)}")

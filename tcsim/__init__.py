@@ -6,8 +6,9 @@ whole kernels, `tcsim.trace(tcsim.kernel2, M, N, K)` (bank conflicts and counter
 instruction site) and `tcsim.run(tcsim.kernel2, A, B, C)` (the kernel's output bits); for a
 kernel of your own, `tcsim.Kernel` and the `tcsim.Machine` it issues on (docs/own-kernel.md).
 
-The subpackages resolve on first use after a plain ``import tcsim``: `tcsim.hw` (the GPU side,
-which imports CuPy only when a GPU function runs), `tcsim.memory`, `tcsim.kernels`, `tcsim.isa`.
+The subpackages resolve on first use after a plain ``import tcsim``: `tcsim.blas` (torch's
+GEMMs as cuBLAS computes them), `tcsim.hw` (the GPU side, which imports CuPy only when a GPU
+function runs), `tcsim.memory`, `tcsim.kernels`, `tcsim.isa`.
 """
 
 import importlib as _importlib
@@ -77,7 +78,7 @@ from .trace import Trace, trace
 
 # Public submodules, imported on first attribute access (PEP 562) so that `import tcsim` stays
 # light and `tcsim.hw.mma(...)` works without `import tcsim.hw`.
-_SUBMODULES = ("cli", "hw", "isa", "kernels", "memory")
+_SUBMODULES = ("blas", "cli", "hw", "isa", "kernels", "memory")
 
 
 def fragment(qualifier: str, operand: str) -> FragmentMap:

@@ -39,10 +39,14 @@ def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
     if epilogue == "scale" and "ovscale" in kernel_names[0]:
         epilogues = ("scale_b_first",)  # row-wise ("outer vector") scales
     plans = []
-    for k_tile, order, splits, reduction, ep in itertools.product(
-            facts.k_tiles, facts.orders, split_counts, facts.reductions, epilogues):
+    for k_tile, order, splits, reduction, align, ep in itertools.product(
+            facts.k_tiles, facts.orders, split_counts, facts.reductions, facts.split_aligns,
+            epilogues):
+        if splits == 1 and (reduction != facts.reductions[0] or align != facts.split_aligns[0]):
+            continue  # no split: the reduction and the rounding of ranges do not matter
         plan = facts.base.with_(k_tile=k_tile, order=order, splits=splits, epilogue=ep,
-                                reduction=reduction if splits > 1 else "parallel")
+                                reduction=reduction if splits > 1 else "parallel",
+                                split_align=align)
         if splits == 1 or len(plan.ranges(K)) > 1:  # a split count K allows
             plans.append(plan)
     # The likeliest first: the hinted split, then the others; no split last when the launch
