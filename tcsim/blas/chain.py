@@ -28,6 +28,7 @@ from ..isa.profiles import profile
 from ..isa.qualifier import parse
 from ..isa.wgmma.numerics import numerics as wgmma_numerics
 from ..isa.wgmma.spec import parse_wgmma
+from . import compiled
 from .plan import Plan
 
 ROWS_PER_BLOCK = 64  # outputs of 64 rows x N advance together: their temporaries stay in cache
@@ -49,6 +50,8 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
         return _integer(A, B)[None]
     if plan.round_inputs == "tf32":
         A, B = _to_tf32(A), _to_tf32(B)
+    if compiled.runs(plan):  # the compiled engine, when numba is there (bit-identical)
+        return compiled.accumulate(plan, A, B, init, progress)
     step = {"mma": _mma_steps, "wgmma_fp8": _fp8_steps, "ffma": _ffma_steps}[plan.engine]
     ranges = plan.ranges(K)
     out = np.empty((len(ranges), M, N), np.float32)
