@@ -220,14 +220,14 @@ def power_of_two(e):
 @_inline
 def round_to_f32(total, exponent):
     """The f32 bits of total * 2**exponent rounded toward zero: subnormals kept, overflow to
-    infinity, zero as +0. ``total`` has at most 34 bits, so float64 holds it exactly."""
+    infinity. ``total`` has at most 34 bits, so float64 holds it exactly; a zero comes out
+    as +0 (an integer's zero has no sign), as sm_90 writes it."""
     # Keep the top 24 significant bits (toward zero), then scale: exact in float64.
     x = as_float64(as_int64(np.float64(total)) & np.int64(-0x20000000))
     y = x * power_of_two(larger(exponent, -1000))
     if abs(y) < SMALLEST_NORMAL:  # f32's subnormals: toward zero onto their grid (2**-149)
         y = np.float64(np.int64(y * SUBNORMAL_STEPS)) * (1 / SUBNORMAL_STEPS)
-    f = np.float32(y)  # exact, or beyond f32's range: infinity
-    return as_int32(f) if f != 0 else np.int32(0)
+    return as_int32(np.float32(y))  # exact, or beyond f32's range: infinity
 
 
 @_inline
