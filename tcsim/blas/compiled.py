@@ -36,9 +36,9 @@ ENGINES = ("auto", "numpy", "numba")
 
 
 
-class EngineUnavailableError(ImportError):
-    """``TCSIM_ENGINE=numba`` was asked for and numba cannot be imported; or the variable holds
-    a name that is no engine."""
+class EngineUnavailableError(ImportError, ValueError):
+    """``TCSIM_ENGINE=numba`` was asked for and numba cannot be imported (an ImportError), or
+    the variable holds a name that is no engine (a ValueError)."""
 
 
 @lru_cache(maxsize=1)
@@ -69,7 +69,8 @@ def engine() -> str:
 
 def runs(plan: Plan) -> bool:
     """Whether the chain of ``plan`` runs here (numba chosen, and the plan's steps covered)."""
-    return plan.engine == "mma" and engine() == "numba" and covers(plan.instruction)
+    chosen = engine()  # first: a bad TCSIM_ENGINE is refused whatever the plan
+    return chosen == "numba" and plan.engine == "mma" and covers(plan.instruction)
 
 
 def covers(instruction: str) -> bool:

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tcsim
+import tcsim.blas as blas
 from tcsim.blas import chain, compiled
 from tcsim.blas.plan import ORDERS, Plan
 from tcsim.isa.formats import BF16, F16, F32, TF32
@@ -238,6 +239,9 @@ def test_engine_variable(monkeypatch):
     monkeypatch.setenv(compiled.ENGINE_VARIABLE, "cuda")
     with pytest.raises(compiled.EngineUnavailableError, match="names no engine"):
         compiled.engine()
+    x = np.ones((2, 2), np.float16)
+    with pytest.raises(ValueError, match="TCSIM_ENGINE='cuda' names no engine"):
+        blas.matmul(x, x)  # whatever plan the call takes
     monkeypatch.delenv(compiled.ENGINE_VARIABLE)
     assert compiled.engine() == ("numba" if compiled.available() else "numpy")
 
@@ -249,7 +253,7 @@ def test_asking_for_numba_without_it_says_how_to_install_it(monkeypatch):
         compiled.engine()
     plan = Plan("mma", "m16n8k16.row.col.f32.f16.f16.f32", k_tile=16)
     A = np.ones((2, 16), np.float16).view(np.uint16)
-    with pytest.raises(compiled.EngineUnavailableError):
+    with pytest.raises(ImportError, match="numba is not installed"):
         chain.accumulate(plan, A, A.T.copy())
     monkeypatch.setenv(compiled.ENGINE_VARIABLE, "auto")  # unset or auto: NumPy, silently
     assert chain.accumulate(plan, A, A.T.copy())[0, 0, 0] == 16
