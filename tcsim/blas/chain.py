@@ -149,6 +149,10 @@ def _fp8_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
     register = np.zeros((m, n), np.float32)
     if init is not None:
         raise NotImplementedError("fp8 plans start from zero")
+    if compiled.engine() == "numba":  # the compiled engine, when numba is there (bit-identical)
+        result = compiled.fp8_steps(a, ea, b, eb, spec.k, rule, work.smallest_product_exponent,
+                                    num.fp8_f32_mask, plan.promotion)
+        return _ieee_specials(result, fa.values(A), fb.values(B))
     acc = np.zeros((m, n), np.float32)
     acc_e = np.full((m, n), work.accumulator_zero, np.int16)
     pending = 0

@@ -140,6 +140,37 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
     return out
 
 
+def fp8_steps(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray, group: int,
+              rule, smallest_product_exponent: int, mask: int,
+              promotion: int | None) -> np.ndarray:
+    """The f32 results (M, N) of `tcsim.blas.chain._fp8_steps`'s loop: wgmma fp8 steps of
+    ``group`` products from decoded operands, as that function decodes them: ``a`` (P, M) and
+    ``b`` (P, N) exact float32 values (zeros, infinities and NaN as 0) in step order, ``ea``
+    and ``eb`` their exponent fields (those as a sentinel far below every real exponent).
+    ``rule``: the wgmma fp8 `AdderRule` (its fraction bits; the loops round as sm_90's does);
+    ``smallest_product_exponent``: the lowest exponent-field sum of a nonzero product;
+    ``mask``: the f32 bits the wgmma accumulator keeps; ``promotion``: steps between
+    promotions to the f32 register sum (None: never)."""
+    from . import compiled_loops as loops  # imports numba: only once this engine runs
+
+    if (rule.output_rounding["f32"], rule.overflow["f32"], rule.subnormal_outputs,
+            rule.negative_zero) != ("rz", "inf", True, False):
+        raise ValueError(f"the compiled engine rounds as sm_90 does, not as {rule}")
+    if group % loops.UNROLL:
+        raise ValueError(f"steps of {group} products are not covered")
+    F = rule.fraction_bits
+
+    M, N = a.shape[1], b.shape[1]
+    out = np.zeros((M, N), np.float32)
+    if a.shape[0] == 0 or M == 0 or N == 0:
+        return out
+    loops.fp8_chain(np.ascontiguousarray(a.T), np.ascontiguousarray(ea.T, np.float32),
+                    np.ascontiguousarray(b), np.ascontiguousarray(eb, np.float32), group,
+                    F, F - smallest_product_exponent, np.uint32(mask).view(np.int32),
+                    promotion or 0, out)
+    return out
+
+
 ROWS_PER_CALL = 256  # rows per call of the loop nest: progress is reported between calls
 
 

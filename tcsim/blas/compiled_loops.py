@@ -278,3 +278,79 @@ def ieee(ao, bo, first, group, m, n, was_special, bits):
     if np.isnan(s):
         return np.int32(NAN_BITS)
     return np.int32(EXPONENT_MASK) if s > 0 else np.int32(-0x800000)  # +inf, -inf
+
+
+# ---- fp8 wgmma steps ------------------------------------------------------------------------
+
+
+@_jit
+def fp8_chain(av, ea, bv, eb, group, F, hi, mask, promotion, out):
+    """fp8 wgmma steps over all outputs; ``out`` (M, N) float32. One thread: the caller runs
+    blocks of rows on tcsim's thread pool (numba's own threads must not be entered from
+    several threads at once).
+
+    As `chain`, with the fp8 rule: no zero floor (zeros drop out of the alignment), the
+    tensor core's f32 result truncated to the bits ``mask`` keeps, and every ``promotion``
+    steps (0: never) the accumulator added to an f32 register sum (to nearest) and restarted
+    from zero. Inputs are finite (the caller settles infinities and NaN); fp8 products
+    cannot make the f32 sums overflow."""
+    M, N = av.shape[0], bv.shape[1]
+    row_tiles = (M + TILE_ROWS - 1) // TILE_ROWS
+    col_tiles = (N + TILE_COLS - 1) // TILE_COLS
+    for t in range(row_tiles * col_tiles):
+        m0 = (t // col_tiles) * TILE_ROWS
+        n0 = (t % col_tiles) * TILE_COLS
+        fp8_tile(av, ea, bv, eb, group, F, hi, mask, promotion, out,
+                 m0, min(M, m0 + TILE_ROWS), n0, min(N, n0 + TILE_COLS))
+
+
+@_jit
+def fp8_tile(av, ea, bv, eb, group, F, hi, mask, promotion, out, m0, m1, n0, n1):
+    """Rows [m0, m1) x columns [n0, n1) through every fp8 step (arguments as `fp8_chain`'s)."""
+    rows, w = m1 - m0, n1 - n0
+    steps = bv.shape[0] // group
+    acc_bits = np.zeros((rows, w), np.int32)
+    acc = acc_bits.view(np.float32)
+    acc_e = np.full((rows, w), np.float32(ZERO))
+    register = np.zeros((rows, w), np.float32)
+    emax = np.empty(w, np.float32)
+    scale = np.empty(w, np.float32)
+    total = np.empty(w, np.int32)  # 32 terms below 2**15 and the accumulator's below 2**14
+    pending = 0
+    for g in range(steps):
+        first = g * group
+        for r in range(rows):
+            m = m0 + r
+            for j in range(w):
+                emax[j] = acc_e[r, j]
+            for p in range(first, first + group, UNROLL):
+                e0, e1, e2, e3 = ea[m, p], ea[m, p + 1], ea[m, p + 2], ea[m, p + 3]
+                b0, b1, b2, b3 = eb[p, n0:n1], eb[p + 1, n0:n1], eb[p + 2, n0:n1], eb[p + 3, n0:n1]
+                for j in range(w):
+                    emax[j] = larger(larger(emax[j], larger(e0 + b0[j], e1 + b1[j])),
+                                     larger(e2 + b2[j], e3 + b3[j]))
+            for j in range(w):
+                inverse = F - np.int64(emax[j])
+                scale[j] = power_of_two(smaller(inverse, hi))
+                total[j] = np.int32(np.float64(acc[r, j]) * power_of_two(smaller(inverse, 1000)))
+            for p in range(first, first + group, UNROLL):
+                a0, a1, a2, a3 = av[m, p], av[m, p + 1], av[m, p + 2], av[m, p + 3]
+                b0, b1, b2, b3 = bv[p, n0:n1], bv[p + 1, n0:n1], bv[p + 2, n0:n1], bv[p + 3, n0:n1]
+                for j in range(w):
+                    s = scale[j]
+                    total[j] += (np.int32(a0 * b0[j] * s) + np.int32(a1 * b1[j] * s)
+                                 + np.int32(a2 * b2[j] * s) + np.int32(a3 * b3[j] * s))
+            for j in range(w):
+                acc_bits[r, j] = round_to_f32(np.int64(total[j]), np.int64(emax[j]) - F) & mask
+            exponents(acc_bits[r], acc_e[r], True)
+        pending += 1
+        if promotion and (pending == promotion or g == steps - 1):
+            for r in range(rows):
+                for j in range(w):
+                    register[r, j] += acc[r, j]
+                    acc_bits[r, j] = 0
+                    acc_e[r, j] = ZERO
+            pending = 0
+    for r in range(rows):
+        for j in range(w):
+            out[m0 + r, n0 + j] = register[r, j] if promotion else acc[r, j]

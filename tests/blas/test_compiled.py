@@ -22,7 +22,7 @@ import tcsim
 import tcsim.blas as blas
 from tcsim.blas import chain, compiled
 from tcsim.blas.plan import ORDERS, Plan
-from tcsim.isa.formats import BF16, F16, F32, TF32
+from tcsim.isa.formats import BF16, E4M3, E5M2, F16, F32, TF32
 
 # The mma instructions cuBLAS's f16/bf16/tf32 kernels chain, with their input format and the
 # numpy dtype tcsim.mma takes for it.
@@ -33,6 +33,12 @@ INSTRUCTIONS = {
     "m16n8k8.row.col.f32.bf16.bf16.f32": (BF16, ml_dtypes.bfloat16),
     "m16n8k8.row.col.f32.tf32.tf32.f32": (TF32, np.float32),
     "m16n8k4.row.col.f32.tf32.tf32.f32": (TF32, np.float32),
+}
+
+FP8 = {  # the fp8 wgmma instructions of cuBLAS's fp8 kernels, with A's and B's formats
+    "m64n8k32.f32.e4m3.e4m3": (E4M3, E4M3),
+    "m64n8k32.f32.e4m3.e5m2": (E4M3, E5M2),
+    "m64n8k32.f32.e5m2.e4m3": (E5M2, E4M3),
 }
 
 # Chances of each kind of element; the rest are normal numbers of a spread of binades.
@@ -86,21 +92,31 @@ def cancel(rng: np.random.Generator, fmt, A: np.ndarray, B: np.ndarray) -> None:
 
 
 @st.composite
-def gemms(draw, big: bool = True):
-    """(plan, A bits, B bits, init or None, seed-driven inputs) for a random small GEMM."""
-    instruction = draw(st.sampled_from(sorted(INSTRUCTIONS)))
-    fmt = INSTRUCTIONS[instruction][0]
+def gemms(draw, big: bool = True, fp8: bool = False):
+    """(plan, A bits, B bits, init or None) for a random small GEMM: an mma plan, or with
+    ``fp8`` also fp8 wgmma plans (which start from zero)."""
+    names = sorted(INSTRUCTIONS) + (sorted(FP8) if fp8 else [])
+    instruction = draw(st.sampled_from(names))
     M = draw(st.integers(1, 9 if big else 5))
     # Big enough, N crosses the compiled engine's tiles of 512 columns.
     N = draw(st.one_of(st.integers(1, 12), st.integers(500, 520))) if big else draw(
         st.integers(1, 9))
     K = draw(st.integers(1, 80 if big else 40))
-    plan = Plan("mma", instruction, k_tile=draw(st.sampled_from([16, 32, 64])),
-                splits=draw(st.integers(1, 4)), order=draw(st.sampled_from(ORDERS)),
-                round_inputs=draw(st.sampled_from([None, "tf32"])) if fmt is TF32 else None)
     mix = MIXES[draw(st.sampled_from(sorted(MIXES)))]
     spread = draw(st.sampled_from([2, 12, 60, 200]))
     rng = np.random.default_rng(draw(st.integers(0, 2**63 - 1)))
+    splits, order = draw(st.integers(1, 4)), draw(st.sampled_from(ORDERS))
+    if instruction in FP8:
+        fa, fb = FP8[instruction]
+        plan = Plan("wgmma_fp8", instruction, k_tile=draw(st.sampled_from([32, 64, 128])),
+                    splits=splits, order=order,
+                    promotion=draw(st.sampled_from([None, 1, 2, 4])))
+        return (plan, draw_bits(rng, fa, (M, 32 * K), mix, spread),
+                draw_bits(rng, fb, (32 * K, N), mix, spread), None)
+    fmt = INSTRUCTIONS[instruction][0]
+    plan = Plan("mma", instruction, k_tile=draw(st.sampled_from([16, 32, 64])),
+                splits=splits, order=order,
+                round_inputs=draw(st.sampled_from([None, "tf32"])) if fmt is TF32 else None)
     A = draw_bits(rng, fmt, (M, K), mix, spread)
     B = draw_bits(rng, fmt, (K, N), mix, spread)
     if draw(st.booleans()):
@@ -178,7 +194,7 @@ needs_numba = pytest.mark.skipif(
 
 @needs_numba
 @settings(max_examples=150, deadline=None)
-@given(gemms(), st.sampled_from([256, 3]))
+@given(gemms(fp8=True), st.sampled_from([256, 3]))
 def test_compiled_engine_is_bit_identical_to_the_numpy_engine(case, rows):
     plan, A, B, init = case
     want = run("numpy", plan, A, B, init)
