@@ -1,4 +1,4 @@
-"""The compiled engine (optional, numba): the mma step chain of `tcsim.blas.chain`, bit for bit.
+"""The compiled engine (optional, numba): the step chains of `tcsim.blas.chain`, bit for bit.
 
 `tcsim.blas.chain` runs a plan's f16/bf16/tf32 steps on the mma.sync engine of
 `tcsim.isa.mma`: every output advances one fused addition at a time, as NumPy array operations
@@ -9,8 +9,9 @@ step, the largest exponent among the products (exponent fields added) and the ac
 the zero floor of the rule, every term truncated toward zero to ``fraction_bits`` below it
 and added exactly as integers, the sum rounded toward zero to f32 (subnormals kept, overflow to
 infinity, -0 written as +0). Outputs that meet an infinity or NaN take the IEEE outcome, as
-`tcsim.isa.mma` gives it. tests/blas/test_compiled.py holds it bit-identical to the NumPy
-engine.
+`tcsim.isa.mma` gives it. `fp8_steps` runs the fp8 wgmma steps of `chain._fp8_steps` the
+same way (13 fraction bits, promotion to an f32 register sum). tests/blas/test_compiled.py
+holds both bit-identical to the NumPy engine.
 
 Which engine runs: ``TCSIM_ENGINE=numpy`` forces the NumPy engine, ``TCSIM_ENGINE=numba``
 requires this one (an `EngineUnavailableError` says how to install numba when it is missing),
