@@ -34,7 +34,7 @@ from .plan import Plan
 
 ENGINE_VARIABLE = "TCSIM_ENGINE"
 ENGINES = ("auto", "numpy", "numba")
-
+ROWS_PER_CALL = 256  # rows per call of the loop nest: progress is reported between calls
 
 
 class EngineUnavailableError(ImportError, ValueError):
@@ -160,7 +160,6 @@ def fp8_steps(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray, grou
     if group % loops.UNROLL:
         raise ValueError(f"steps of {group} products are not covered")
     F = rule.fraction_bits
-
     M, N = a.shape[1], b.shape[1]
     out = np.zeros((M, N), np.float32)
     if a.shape[0] == 0 or M == 0 or N == 0:
@@ -170,9 +169,6 @@ def fp8_steps(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray, grou
                     F, F - smallest_product_exponent, np.uint32(mask).view(np.int32),
                     promotion or 0, out)
     return out
-
-
-ROWS_PER_CALL = 256  # rows per call of the loop nest: progress is reported between calls
 
 
 def _positions(steps: list[tuple[int, int]], k: int) -> np.ndarray:

@@ -1,8 +1,9 @@
-"""The compiled engine's loop nest: the mma step chain over tiles of outputs (numba).
+"""The compiled engine's loop nests: the step chains over tiles of outputs (numba).
 
 `tcsim.blas.compiled` prepares the operands (exact values and exponent fields, gathered into
-the steps' order with the padding's zeros) and calls `chain`. Each tile of outputs runs
-through every step with its accumulators in L1; a step is the adder's fused addition
+the steps' order with the padding's zeros) and calls `chain` (mma steps) or `fp8_chain`
+(fp8 wgmma steps). Each tile of outputs runs through every step with its accumulators in
+cache; a step is the adder's fused addition
 (`tcsim.isa.adder.fused_step`): the alignment exponent, every term truncated toward zero to
 ``F`` fraction bits below it as an integer, the integers added exactly, the sum rounded toward
 zero to f32. The terms are exact in the work dtype: a product of two inputs has at most 22
