@@ -22,6 +22,7 @@ environment compiles the kernels (numba caches them on disk: later processes loa
 from __future__ import annotations
 
 import os
+import threading
 from functools import lru_cache
 
 import numpy as np
@@ -35,6 +36,9 @@ from .plan import Plan
 ENGINE_VARIABLE = "TCSIM_ENGINE"
 ENGINES = ("auto", "numpy", "numba")
 ROWS_PER_CALL = 256  # rows per call of the loop nest: progress is reported between calls
+# One parallel call at a time: numba's "workqueue" threads (where no OpenMP or TBB is
+# installed) abort the process when two Python threads enter them at once.
+_PARALLEL = threading.Lock()
 
 
 class EngineUnavailableError(ImportError, ValueError):
@@ -132,9 +136,10 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
             else:
                 ao = bo = np.zeros((0, 0))
             bits = np.empty(acc.shape, np.int32)
-            loops.chain(av, ea, bv, eb, group, rule.fraction_bits, zero_rule,
-                        np.float32(zero if zero_rule else 0), mark_zero_acc, hi, specials,
-                        ao, bo, np.ascontiguousarray(acc).view(np.int32), bits)
+            with _PARALLEL:
+                loops.chain(av, ea, bv, eb, group, rule.fraction_bits, zero_rule,
+                            np.float32(zero if zero_rule else 0), mark_zero_acc, hi, specials,
+                            ao, bo, np.ascontiguousarray(acc).view(np.int32), bits)
             out[i, rows] = bits.view(np.float32)
         if progress is not None:
             progress(rows.stop - s)

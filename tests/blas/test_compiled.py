@@ -288,3 +288,34 @@ def test_the_chain_runs_on_the_compiled_engine_when_numba_is_there(monkeypatch):
     monkeypatch.setenv(compiled.ENGINE_VARIABLE, "numpy")
     chain.accumulate(plan, A, A.T.copy())
     assert calls == [1]
+
+
+@needs_numba
+def test_calls_from_several_threads_at_once():
+    """numba's workqueue threads abort the process when two Python threads enter a parallel
+    loop at once; the engine lets one in at a time (a fresh process, on that layer)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np
+        from concurrent.futures import ThreadPoolExecutor
+        import tcsim.blas as blas
+        A = np.random.default_rng().standard_normal((256, 256)).astype(np.float16)
+        want = blas.matmul(A, A)
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda _: blas.matmul(A, A), range(8)))
+        import numba
+        print(numba.threading_layer(), all(np.array_equal(g, want) for g in got))
+    """)
+    import os
+    from pathlib import Path
+
+    here = str(Path(tcsim.__file__).resolve().parents[1])  # the tcsim under test
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue", TCSIM_ENGINE="numba",
+               PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["workqueue", "True"]
