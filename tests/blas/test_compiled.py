@@ -319,3 +319,22 @@ def test_calls_from_several_threads_at_once():
                          timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["workqueue", "True"]
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32])
+def test_public_calls_agree_on_both_engines(monkeypatch, dtype):
+    """tcsim.blas.matmul (batched, B broadcast, A transposed in memory; tf32 for float32),
+    with progress counting every row once, on both engines."""
+    rng = np.random.default_rng()
+    A = np.asfortranarray(rng.standard_normal((3, 300, 40)).astype(dtype))  # (3, M, K)
+    B = rng.standard_normal((40, 24)).astype(dtype)
+    results, rows = {}, {}
+    for engine in ("numpy", "numba"):
+        monkeypatch.setenv(compiled.ENGINE_VARIABLE, engine)
+        done = []
+        results[engine] = blas.matmul(A, B, allow_tf32=dtype == np.float32,
+                                      progress=done.append)
+        rows[engine] = sum(done)
+    assert results["numba"].tobytes() == results["numpy"].tobytes()
+    assert rows["numba"] == rows["numpy"] == 3 * 300
