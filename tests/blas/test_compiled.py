@@ -4,8 +4,9 @@
   `tcsim.mma` by hand, one m16n8 instruction per tile and step: an independent path through
   the instruction model (runs everywhere, numba or not).
 - The compiled engine (`tcsim.blas.compiled`, numba) equals the NumPy engine over random plans
-  and inputs drawn to hold subnormals, zeros of both signs, cancellation, overflow,
-  infinities and NaN (skipped where numba is not installed; CI installs no numba).
+  (f16/bf16/tf32 mma and fp8 wgmma) and inputs drawn to hold subnormals, zeros of both
+  signs, cancellation, overflow, infinities and NaN (skipped where numba is not installed;
+  CI installs no numba).
 - The compiled engine's loop nest, as plain Python where numba is absent, equals it too on
   tiny GEMMs, so its arithmetic is checked in CI as well.
 """
