@@ -157,14 +157,7 @@ def tile(av, ea, bv, eb, group, F, zero_rule, zero_exponent, mark_zero_acc, hi, 
                         if specials and not np.isfinite(ao[m, p]):
                             row_special = True
             # The alignment: the largest product exponent and the accumulator's.
-            for j in range(w):
-                emax[j] = acc_e[r, j]
-            for p in range(first, first + group, UNROLL):
-                e0, e1, e2, e3 = ea[m, p], ea[m, p + 1], ea[m, p + 2], ea[m, p + 3]
-                b0, b1, b2, b3 = eb[p, n0:n1], eb[p + 1, n0:n1], eb[p + 2, n0:n1], eb[p + 3, n0:n1]
-                for j in range(w):
-                    emax[j] = larger(larger(emax[j], larger(e0 + b0[j], e1 + b1[j])),
-                                     larger(e2 + b2[j], e3 + b3[j]))
+            alignment(emax, acc_e, r, ea, eb, m, first, group, n0, n1)
             if zero_rule:
                 for j in range(w):
                     if row_zero or b_zero[g, n0 + j] or acc[r, j] == 0:
@@ -199,6 +192,20 @@ def tile(av, ea, bv, eb, group, F, zero_rule, zero_exponent, mark_zero_acc, hi, 
     for r in range(rows):
         for j in range(w):
             out_bits[m0 + r, n0 + j] = special_bits[r, j] if is_special[r, j] else acc_bits[r, j]
+
+
+@_inline
+def alignment(emax, acc_e, r, ea, eb, m, first, group, n0, n1):
+    """emax[j] = the largest exponent among row m's products with column n0 + j over the
+    step's k, and the accumulator's (acc_e[r, j])."""
+    for j in range(n1 - n0):
+        emax[j] = acc_e[r, j]
+    for p in range(first, first + group, UNROLL):
+        e0, e1, e2, e3 = ea[m, p], ea[m, p + 1], ea[m, p + 2], ea[m, p + 3]
+        b0, b1, b2, b3 = eb[p, n0:n1], eb[p + 1, n0:n1], eb[p + 2, n0:n1], eb[p + 3, n0:n1]
+        for j in range(n1 - n0):
+            emax[j] = larger(larger(emax[j], larger(e0 + b0[j], e1 + b1[j])),
+                             larger(e2 + b2[j], e3 + b3[j]))
 
 
 @_inline
@@ -322,14 +329,7 @@ def fp8_tile(av, ea, bv, eb, group, F, hi, mask, promotion, out, m0, m1, n0, n1)
         first = g * group
         for r in range(rows):
             m = m0 + r
-            for j in range(w):
-                emax[j] = acc_e[r, j]
-            for p in range(first, first + group, UNROLL):
-                e0, e1, e2, e3 = ea[m, p], ea[m, p + 1], ea[m, p + 2], ea[m, p + 3]
-                b0, b1, b2, b3 = eb[p, n0:n1], eb[p + 1, n0:n1], eb[p + 2, n0:n1], eb[p + 3, n0:n1]
-                for j in range(w):
-                    emax[j] = larger(larger(emax[j], larger(e0 + b0[j], e1 + b1[j])),
-                                     larger(e2 + b2[j], e3 + b3[j]))
+            alignment(emax, acc_e, r, ea, eb, m, first, group, n0, n1)
             for j in range(w):
                 inverse = F - np.int64(emax[j])
                 scale[j] = power_of_two(smaller(inverse, hi))
