@@ -54,11 +54,8 @@ def identify_sweep(meta, parts, only, table) -> tuple[int, int]:
         call = rec["call"]
         names = [k["name"] for k in rec["kernels"]]
         ops, D = operands(call, getter(parts[rec["part"]], f"r{rec['index']}_"))
-        hint = split_hint(rec["kernels"])
-        if hint and call.get("batch", 1) > 1:  # the grid's z counts the batch first
-            hint = hint // call["batch"] if hint % call["batch"] == 0 else None
         plans = candidates(names, input_type(call), epilogue_kind(call), ops.A.shape[-1],
-                           hint if hint and hint > 1 else None)
+                           split_hint(rec["kernels"], call.get("batch", 1)))
         found = search(plans, ops, D, first=True) if plans else []
         entry = dict(call=call, kernels=names, grids=[k["grid"] for k in rec["kernels"]])
         if found:

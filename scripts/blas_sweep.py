@@ -81,6 +81,18 @@ def table_shapes(seed: int = 1, scale: int = 1) -> list[dict]:
     return calls
 
 
+def f32_shapes(seed: int = 1, scale: int = 1) -> list[dict]:
+    """float32 without tf32 (torch's default): cuBLAS's SGEMM kernels on the CUDA cores."""
+    calls = []
+    for m, n, k in random_shapes(seed, 120 * scale, volume=1 << 31):
+        calls.append(dict(op="matmul", dtype="float32", M=m, N=n, K=k, tf32=False))
+    for layout in ("NT", "TN", "TT"):
+        for m, n, k in random_shapes(seed + 1, 15 * scale, volume=1 << 31):
+            calls.append(dict(op="matmul", dtype="float32", M=m, N=n, K=k, tf32=False,
+                              layout=layout))
+    return calls
+
+
 def shapes() -> list[dict]:
     """The first sweep's calls: every op and dtype, tiny to large, skinny, odd, misaligned,
     batched."""
@@ -259,14 +271,15 @@ def main() -> None:
     p.add_argument("out")
     p.add_argument("--only", default="")
     p.add_argument("--limit", type=int, default=0)
-    p.add_argument("--set", choices=("first", "table"), default="first")
+    p.add_argument("--set", choices=("first", "table", "f32"), default="first")
     p.add_argument("--samples", type=int, default=SAMPLES)
     p.add_argument("--seed", type=int, default=1, help="the table set's random shapes")
     p.add_argument("--scale", type=int, default=1, help="the table set's calls, times this")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    calls = shapes() if args.set == "first" else table_shapes(args.seed, args.scale)
+    calls = {"first": shapes, "table": lambda: table_shapes(args.seed, args.scale),
+             "f32": lambda: f32_shapes(args.seed, args.scale)}[args.set]()
     calls = [c for c in calls if json.dumps(c).find(args.only) >= 0 or not args.only]
     if args.limit:
         calls = calls[:args.limit]

@@ -3,8 +3,6 @@ exception, a silent acceptance, wrong bits) now gets the right answer or a typed
 names the problem (docs/errors.md); and the first hour of a new user (mma's zero C, the kernel
 list, a closed pipe, progress, the docs' printed examples)."""
 
-import contextlib
-import io
 import re
 import subprocess
 import sys
@@ -13,9 +11,9 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from cli_run import run_cli
 
 import tcsim
-from tcsim.cli import main
 from tcsim.isa.qualifier import QualifierError
 from tcsim.memory import (
     ColumnMajor,
@@ -32,16 +30,6 @@ from tcsim.perf import gpu, occupancy
 from tcsim.trace import count_wmma
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as stop:
-            code = stop.code
-    return code, out.getvalue(), err.getvalue()
 
 
 # ---- 1. tcsim mma with default options ---------------------------------------------------

@@ -19,9 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import calls as _calls
-from .identify import candidates as _candidates
-from .identify import search as _search
-from .kernels import split_hint as _split_hint
+from .identify import identify_call as _identify
 from .plan import Plan, PlanError, describe
 from .table import UnsupportedCallError, table
 
@@ -114,33 +112,6 @@ def identify(op: str, *args, D: np.ndarray, kernels: list[str] | None = None,
     split count up to 16 and the suggested one, and every k order and epilogue order the
     kernel allows, is tried.
     """
-    call = _call(op, args, kwargs)
-    D = np.asarray(D)
-    if D.shape != call.shape:
-        raise ValueError(f"identify: D has shape {D.shape}, the call gives {call.shape}")
-    if kernels is None:
-        kernels = [call.plan(gpu)[0].kernel]
-    if isinstance(kernels, str) or not kernels:
-        raise ValueError(f"identify: kernels must be a non-empty list of kernel names, got "
-                         f"{kernels!r}")
-    op_name, extras = call.key.cls[0], call.key.cls[5]
-    if op_name in ("addmm", "linear") and extras[0] == "bias":
-        epilogue = "add"
-    else:
-        epilogue = {"addmm": "alpha_beta", "scaled_mm": "scale"}.get(op_name, "round")
-    hint = None
-    if grid is not None:
-        hint = _split_hint([dict(name=kernels[0], grid=list(grid))])
-        if hint and call.key.batch > 1:  # a batched launch counts the batch in z first
-            hint = hint // call.key.batch if hint % call.key.batch == 0 else None
-    plans = _candidates(list(kernels), _input_type(call), epilogue, call.key.K,
-                        hint if hint and hint > 1 else None)
-    if not plans:
-        raise UnsupportedCallError(f"identify: tcsim has no model of {kernels[0][:80]}")
-    return _search(plans, call.ops, D)
+    return _identify(_call(op, args, kwargs), np.asarray(D), kernels, grid, gpu)
 
 
-def _input_type(call) -> str:
-    types = call.key.cls[1]
-    return {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "tf32": "tf32",
-            "int8": "s8"}.get(types, types)

@@ -183,11 +183,10 @@ def addmm_call(C, A, B, *, beta=1, alpha=1, allow_tf32: bool = False,
     alpha, beta = _scalar(alpha, "alpha"), _scalar(beta, "beta")
     M, N = A.shape[0], B.shape[1]
     try:
-        np.broadcast_shapes(C.shape, (M, N))
+        fits = C.ndim <= 2 and np.broadcast_shapes(C.shape, (M, N)) == (M, N)
     except ValueError:
-        raise ValueError(f"{what}: C of shape {C.shape} does not broadcast to "
-                         f"({M}, {N})") from None
-    if C.ndim > 2 or np.broadcast_shapes(C.shape, (M, N)) != (M, N):
+        fits = False
+    if not fits:
         raise ValueError(f"{what}: C of shape {C.shape} does not broadcast to ({M}, {N})")
     types = _types(dtype, allow_tf32)
     extra = _flags_extra(dtype, allow_reduced_precision_reduction)

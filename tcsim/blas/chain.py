@@ -28,6 +28,7 @@ from ..isa.profiles import profile
 from ..isa.qualifier import parse
 from ..isa.wgmma.numerics import numerics as wgmma_numerics
 from ..isa.wgmma.spec import parse_wgmma
+from . import compiled
 from .plan import Plan
 
 ROWS_PER_BLOCK = 64  # outputs of 64 rows x N advance together: their temporaries stay in cache
@@ -49,6 +50,8 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
         return _integer(A, B)[None]
     if plan.round_inputs == "tf32":
         A, B = _to_tf32(A), _to_tf32(B)
+    if compiled.runs(plan):  # the compiled engine, when numba is there (bit-identical)
+        return compiled.accumulate(plan, A, B, init, progress)
     step = {"mma": _mma_steps, "wgmma_fp8": _fp8_steps, "ffma": _ffma_steps}[plan.engine]
     ranges = plan.ranges(K)
     out = np.empty((len(ranges), M, N), np.float32)
@@ -146,6 +149,10 @@ def _fp8_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
     register = np.zeros((m, n), np.float32)
     if init is not None:
         raise NotImplementedError("fp8 plans start from zero")
+    if compiled.engine() == "numba":  # the compiled engine, when numba is there (bit-identical)
+        result = compiled.fp8_steps(a, ea, b, eb, spec.k, rule, work.smallest_product_exponent,
+                                    num.fp8_f32_mask, plan.promotion)
+        return _ieee_specials(result, fa.values(A), fb.values(B))
     acc = np.zeros((m, n), np.float32)
     acc_e = np.full((m, n), work.accumulator_zero, np.int16)
     pending = 0

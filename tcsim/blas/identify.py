@@ -12,8 +12,9 @@ import itertools
 import numpy as np
 
 from .evaluate import Operands, evaluate
-from .kernels import read
+from .kernels import read, split_hint
 from .plan import Plan
+from .table import UnsupportedCallError
 
 MAX_SPLITS = 16
 EPILOGUE_CHOICES = {
@@ -78,3 +79,27 @@ def mismatches(plan: Plan, ops: Operands, D: np.ndarray) -> int:
 def _bits(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     return x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind != "i" else x
+
+
+def identify_call(call, D: np.ndarray, kernels, grid, gpu: str) -> list[Plan]:
+    """`tcsim.blas.identify` for a checked call (`tcsim.blas.calls.Call`)."""
+    if D.shape != call.shape:
+        raise ValueError(f"identify: D has shape {D.shape}, the call gives {call.shape}")
+    if kernels is None:
+        kernels = [call.plan(gpu)[0].kernel]
+    if isinstance(kernels, str) or not kernels:
+        raise ValueError(f"identify: kernels must be a non-empty list of kernel names, got "
+                         f"{kernels!r}")
+    op, types, _, _, _, extras = call.key.cls
+    if op in ("addmm", "linear") and extras[0] == "bias":
+        epilogue = "add"
+    else:
+        epilogue = {"addmm": "alpha_beta", "scaled_mm": "scale"}.get(op, "round")
+    hint = None if grid is None else split_hint([dict(name=kernels[0], grid=list(grid))],
+                                                call.key.batch)
+    input_type = {"float16": "f16", "bfloat16": "bf16", "float32": "f32",
+                  "int8": "s8"}.get(types, types)
+    plans = candidates(list(kernels), input_type, epilogue, call.key.K, hint)
+    if not plans:
+        raise UnsupportedCallError(f"identify: tcsim has no model of {kernels[0][:80]}")
+    return search(plans, call.ops, D)

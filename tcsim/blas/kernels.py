@@ -105,13 +105,15 @@ def read(names: list[str], input_type: str) -> KernelFacts | None:
     return None
 
 
-def split_hint(kernels: list[dict]) -> int | None:
-    """The split count the launch grid suggests: grid z for CUTLASS 2.x kernels, grid y for
-    most nvjet split-K kernels (not all: some fold it into x)."""
+def split_hint(kernels: list[dict], batch: int = 1) -> int | None:
+    """The split count the launch grid suggests, or None: grid z for CUTLASS 2.x kernels (after
+    the batch, which a batched launch counts there first), grid y for most nvjet split-K
+    kernels (not all: some fold it into x)."""
     gemm = kernels[0]
     grid = gemm.get("grid") or [1, 1, 1]
+    hint = None
     if "cutlass" in gemm["name"] and grid[2] > 1:
-        return grid[2]
-    if "splitK" in gemm["name"]:
-        return grid[1]
-    return None
+        hint = grid[2] // batch if grid[2] % batch == 0 else None
+    elif "splitK" in gemm["name"]:
+        hint = grid[1]
+    return hint if hint and hint > 1 else None

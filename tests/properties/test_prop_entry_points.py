@@ -13,17 +13,15 @@ command line's every subcommand.
 """
 
 import argparse
-import contextlib
-import io
 
 import numpy as np
 import pytest
+from cli_run import run_cli
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from prop_inputs import FEW, LAYOUTS, SOME, bits, in_layout
 
 import tcsim
-from tcsim.cli import main
 from tcsim.isa.qualifier import QualifierError
 from tcsim.kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS, ProblemSizeError
 from tcsim.memory import (
@@ -337,16 +335,6 @@ def test_precision_study_refuses_what_it_cannot_study(ks, dots, seed):
 
 
 # ---- the command line: every subcommand with its default options -------------------------------
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as stop:
-            code = stop.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def smallest(name: str) -> list[str]:
