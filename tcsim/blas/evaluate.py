@@ -38,11 +38,12 @@ def evaluate(plan: Plan, ops: Operands, progress=None) -> np.ndarray:
     A, B = ops.A, ops.B
     batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
     M, N = A.shape[-2], B.shape[-1]
-    A = np.broadcast_to(A, batch + A.shape[-2:]).reshape((-1,) + A.shape[-2:])
-    B = np.broadcast_to(B, batch + B.shape[-2:]).reshape((-1,) + B.shape[-2:])
+    count = int(np.prod(batch, dtype=np.int64))  # not -1: empty operands have no inferable axis
+    A = np.broadcast_to(A, batch + A.shape[-2:]).reshape((count,) + A.shape[-2:])
+    B = np.broadcast_to(B, batch + B.shape[-2:]).reshape((count,) + B.shape[-2:])
     c = ops.c
     if c is not None and c.ndim >= 2:
-        c = np.broadcast_to(c, batch + (M, N)).reshape((-1, M, N))
+        c = np.broadcast_to(c, batch + (M, N)).reshape((count, M, N))
     results = []
     for i in range(A.shape[0]):
         ci = c[i] if c is not None and c.ndim == 3 else c

@@ -14,6 +14,7 @@ import numpy as np
 from .evaluate import Operands, evaluate
 from .kernels import read, split_hint
 from .plan import Plan
+from .sweep import DTYPES
 from .table import UnsupportedCallError
 
 MAX_SPLITS = 16
@@ -85,6 +86,12 @@ def identify_call(call, D: np.ndarray, kernels, grid, gpu: str) -> list[Plan]:
     """`tcsim.blas.identify` for a checked call (`tcsim.blas.calls.Call`)."""
     if D.shape != call.shape:
         raise ValueError(f"identify: D has shape {D.shape}, the call gives {call.shape}")
+    want = np.dtype(DTYPES[call.ops.out_dtype])
+    if D.dtype != want:
+        raise TypeError(f"identify: D has dtype {D.dtype}, the call gives {want}")
+    if grid is not None and (len(grid) != 3 or not all(
+            isinstance(g, (int, np.integer)) and g >= 1 for g in grid)):
+        raise ValueError(f"identify: grid must be three positive ints (x, y, z), got {grid!r}")
     if kernels is None:
         kernels = [call.plan(gpu)[0].kernel]
     if isinstance(kernels, str) or not kernels:

@@ -191,7 +191,10 @@ def describe(plan: Plan, K: int | None = None) -> str:
                          "(13 fraction bits) over the whole range")
     elif plan.engine == "mma":
         lines.append("accumulate  f32, rounded toward zero after every step (the tensor core)")
-    lines.append("epilogue    " + _EPILOGUE_WORDS[plan.epilogue])
+    if plan.engine == "int":
+        lines.append("epilogue    none: the int32 sums are the output (wrapping past 2**31)")
+    else:
+        lines.append("epilogue    " + _EPILOGUE_WORDS[plan.epilogue])
     if plan.source:
         lines.append(f"source      {plan.source}")
     return "\n".join(lines)

@@ -117,3 +117,24 @@ def test_a_plan_override_changes_the_split_and_the_bits(rng):
     for s in (1, 2, 8):
         got = blas.matmul(ints, np.ascontiguousarray(ints.T), plan=base.with_(splits=s))
         assert np.array_equal(got, exact)
+
+
+def test_empty_problems_give_what_torch_gives():
+    """K = 0: zeros (torch.matmul's answer); M or N = 0: an empty result."""
+    zeros = blas.matmul(np.zeros((4, 0), np.float16), np.zeros((0, 5), np.float16))
+    assert zeros.shape == (4, 5) and not zeros.any()
+    assert blas.matmul(np.zeros((0, 8), np.float16), np.ones((8, 4), np.float16)).shape == (0, 4)
+    assert blas.matmul(np.ones((3, 8), BF16), np.ones((8, 0), BF16)).shape == (3, 0)
+
+
+def test_identify_refuses_a_wrong_d_and_grid(rng):
+    A, B = rand(rng, (32, 64), np.float16), rand(rng, (64, 48), np.float16)
+    D = blas.matmul(A, B)
+    with pytest.raises(TypeError, match="dtype float32"):
+        blas.identify("matmul", A, B, D=D.astype(np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        blas.identify("matmul", A, B, D=D[:-1])
+    with pytest.raises(ValueError, match="grid"):
+        blas.identify("matmul", A, B, D=D, grid=(1, 2))
+    found = blas.identify("matmul", A, B, D=D)
+    assert found and found[0].splits == 1
