@@ -17,7 +17,7 @@ import numpy as np
 from ..isa.validate import check_memory
 from ..progress import progress as bar
 from .evaluate import Operands, evaluate
-from .plan import Plan
+from .plan import Plan, PlanError
 from .table import CallKey, UnsupportedCallError, is_aligned, table
 
 FLOAT_DTYPES = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16),
@@ -45,6 +45,9 @@ def run(call: Call, *, gpu: str, plan: Plan | None, progress=None) -> np.ndarray
     a bar on a terminal for a long emulation (`tcsim.progress`)."""
     if plan is not None and not isinstance(plan, Plan):
         raise TypeError(f"plan must be a tcsim.blas.Plan, got {type(plan).__name__}")
+    table(gpu)  # a known GPU, with or without plan=
+    if plan is not None:
+        check_plan(plan, call)
     chosen = plan if plan is not None else call.plan(gpu)[0]
     if progress is not None:
         return evaluate(chosen, call.ops, progress=progress).reshape(call.shape)
@@ -53,6 +56,30 @@ def run(call: Call, *, gpu: str, plan: Plan | None, progress=None) -> np.ndarray
                                                           else "")
     with bar(k.M * k.batch, label) as tick:
         return evaluate(chosen, call.ops, progress=tick).reshape(call.shape)
+
+
+def check_plan(plan: Plan, call: Call) -> None:
+    """Refuse a ``plan=`` that cannot compute this call: other input types, or an epilogue
+    that needs operands the call does not have (or has operands it would drop)."""
+    wants = {"float16": ("f16",), "bfloat16": ("bf16",), "tf32": ("tf32", "f32"),
+             "float32": ("tf32", "f32"), "int8": ("int8",)}.get(call.key.cls[1],
+                                                                (call.key.cls[1],))
+    if plan.input_type not in wants:
+        raise PlanError(f"plan= reads {plan.input_type} inputs; this call has "
+                        f"{call.key.cls[1]}")
+    ops, scaled = call.ops, call.key.cls[0] == "scaled_mm"
+    if plan.engine == "int":
+        return
+    if scaled != plan.epilogue.startswith("scale"):
+        raise PlanError(f"plan= epilogue {plan.epilogue!r} does not fit a "
+                        f"{call.key.cls[0]} call (fp8 scales go with scale epilogues)")
+    needs_c = plan.epilogue in ("add", "round_add", "alpha_beta", "alpha_fma", "c_first")
+    if needs_c != (ops.c is not None):
+        raise PlanError(f"plan= epilogue {plan.epilogue!r} "
+                        + ("needs C or a bias" if needs_c else "would drop this call's C"))
+    if plan.epilogue in ("add", "round_add", "c_first") and (ops.alpha, ops.beta) != (1, 1):
+        raise PlanError(f"plan= epilogue {plan.epilogue!r} has no alpha or beta; this call "
+                        f"has alpha={ops.alpha}, beta={ops.beta}")
 
 
 # ---- argument checks, as torch makes them -------------------------------------------------
@@ -130,9 +157,13 @@ def _types(dtype: str, allow_tf32) -> str:
 
 
 def _scalar(x, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
+                                                               np.floating)):
         raise TypeError(f"{name} must be a real number, got {x!r}")
-    return float(x)
+    value = float(x)
+    if np.isfinite(value) and abs(value) > float(np.finfo(np.float32).max):
+        raise ValueError(f"{name}={value} overflows float32, the type cuBLAS takes it in")
+    return value
 
 
 def matmul_call(A, B, *, allow_tf32: bool = False,
@@ -193,8 +224,8 @@ def addmm_call(C, A, B, *, beta=1, alpha=1, allow_tf32: bool = False,
     c = C.astype(np.float32)
     if beta == 0:  # torch ignores C then (NaN included)
         c = np.zeros((M, N), np.float32)
-    if C.ndim == 1 and beta == 1 and alpha == 1:
-        kind = "bias"  # cuBLASLt's bias epilogue
+    if C.shape == (N,) and beta == 1 and alpha == 1:
+        kind = "bias"  # cuBLASLt's bias epilogue (measured with alpha = beta = 1)
     elif beta == 1 and alpha == 1:
         kind = "beta 1"
     else:
@@ -220,9 +251,11 @@ def linear_call(x, weight, bias=None, *, allow_tf32: bool = False,
     c = None
     if bias is not None:
         bias = _array(bias, "bias")
-        if _dtype_name(bias) != dtype or bias.shape != (N,):
-            raise ValueError(f"{what}: bias must be a ({N},) array of {dtype}, got "
-                             f"{bias.shape} {_dtype_name(bias)}")
+        if _dtype_name(bias) != dtype:
+            raise TypeError(f"{what}: bias must have x's dtype {dtype}, got "
+                            f"{_dtype_name(bias)}")
+        if bias.shape != (N,):
+            raise ValueError(f"{what}: bias must have shape ({N},), got {bias.shape}")
         c = bias.astype(np.float32)
     types = _types(dtype, allow_tf32)
     extra = _flags_extra(dtype, allow_reduced_precision_reduction)

@@ -1,12 +1,11 @@
 """The engine: a whole library GEMM as a chain of tcsim's own instruction models.
 
-`accumulate` runs a `Plan` over A (M, K) and B (K, N) and returns the f32 result each output
-element holds before the epilogue: for every split range, the chain of instruction steps from
-zero (each step one fused addition of the tensor core, exactly as `tcsim.mma` and
-`tcsim.wgmma` compute it), the partials stored in the plan's partial type and added in order
-in f32. The work is batched over whole blocks of rows (every output of a block advances one
-step at a time), and blocks run on the instruction engine's thread pool; nothing loops per
-instruction or element in Python.
+`accumulate` runs a `Plan` over A (M, K) and B (K, N) and returns each split range's f32
+result (the chain of instruction steps from zero, each step one fused addition of the tensor
+core, exactly as `tcsim.mma` and `tcsim.wgmma` compute it); `reduce` adds the ranges as the
+kernel does. The work is batched over whole blocks of rows (every output of a block advances
+one step at a time) and blocks run on the instruction engine's thread pool: Python loops once
+per step (per k for the CUDA-core "ffma" plans, which are slow in NumPy), never per output.
 
 The f16/bf16/tf32 steps run on the mma.sync engine itself (`tcsim.isa.engine`), with the block
 of outputs as one wide instruction: a step is the same fused addition whatever the output
@@ -103,10 +102,10 @@ def _gather(bits: np.ndarray, steps: list[tuple[int, int]], width: int, axis: in
 
 
 class _Wide:
-    """An instruction spec widened to a block of ``m`` x ``n`` outputs (what `Engine` reads)."""
+    """An instruction spec widened to a block of ``m`` rows of outputs (what `Engine` reads)."""
 
-    def __init__(self, spec, m: int, n: int) -> None:
-        self._spec, self.m, self.n, self.d_type = spec, m, n, spec.d_type
+    def __init__(self, spec, m: int) -> None:
+        self._spec, self.m, self.d_type = spec, m, spec.d_type
 
     def format(self, operand: str) -> FloatFormat:
         return self._spec.format(operand)
@@ -128,7 +127,7 @@ def _mma_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
         c[..., 0] = np.broadcast_to(init, (m, n)).astype(np.float32).view(np.uint32)
     if k == 0:
         return c[..., 0].view(np.float32)
-    d = Engine(_Wide(spec, m, n), rule).run(ab, c)
+    d = Engine(_Wide(spec, m), rule).run(ab, c)
     return d[..., 0].view(np.float32)
 
 

@@ -47,7 +47,7 @@ def evaluate(plan: Plan, ops: Operands, progress=None) -> np.ndarray:
     results = []
     for i in range(A.shape[0]):
         ci = c[i] if c is not None and c.ndim == 3 else c
-        init = ci if plan.epilogue == "c_first" else None
+        init = np.broadcast_to(ci, (M, N)) if plan.epilogue == "c_first" else None
         parts = accumulate(plan, A[i], B[i], init=init, progress=progress)
 
         def epilogue(acc, ci=ci):

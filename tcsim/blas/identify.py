@@ -90,11 +90,12 @@ def identify_call(call, D: np.ndarray, kernels, grid, gpu: str) -> list[Plan]:
     if D.dtype != want:
         raise TypeError(f"identify: D has dtype {D.dtype}, the call gives {want}")
     if grid is not None and (len(grid) != 3 or not all(
-            isinstance(g, (int, np.integer)) and g >= 1 for g in grid)):
+            isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g >= 1
+            for g in grid)):
         raise ValueError(f"identify: grid must be three positive ints (x, y, z), got {grid!r}")
     if kernels is None:
         kernels = [call.plan(gpu)[0].kernel]
-    if isinstance(kernels, str) or not kernels:
+    if isinstance(kernels, str) or not kernels or not all(isinstance(k, str) for k in kernels):
         raise ValueError(f"identify: kernels must be a non-empty list of kernel names, got "
                          f"{kernels!r}")
     op, types, _, _, _, extras = call.key.cls

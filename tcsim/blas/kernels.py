@@ -95,8 +95,8 @@ def read(names: list[str], input_type: str) -> KernelFacts | None:
                     kernel=gemm, split_align=4)
         return KernelFacts(base, (int(m.group(3)),), split, ("in_order", "residue_first"))
     if "dot_kernel" in gemm:  # cuBLAS's dot product (M = N = 1); seen only with K = 1
-        itype = "tf32" if input_type == "tf32" else input_type
-        return KernelFacts(Plan("ffma", f"fma.rn.f32.{itype}", 1, kernel=gemm), (1,), False,
+        widened = "f32" if input_type == "tf32" else input_type
+        return KernelFacts(Plan("ffma", f"fma.rn.f32.{widened}", 1, kernel=gemm), (1,), False,
                            ("in_order",))
     if m := _SIMT.search(gemm):
         base = Plan("ffma", "fma.rn.f32.f32", int(m.group(3)), partial=partial,

@@ -83,21 +83,51 @@ class Plan:
             if getattr(self, name) not in allowed:
                 raise PlanError(f"Plan.{name} must be one of {', '.join(allowed)}; "
                                 f"got {getattr(self, name)!r}")
-        for name in ("k_tile", "splits"):
+        for name, low in (("k_tile", 1), ("splits", 1), ("split_align", 0)):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise PlanError(f"Plan.{name} must be a positive int; got {value!r}")
-        if not isinstance(self.split_align, int) or self.split_align < 0:
-            raise PlanError(f"Plan.split_align must be an int >= 0; got {self.split_align!r}")
-        if self.promotion is not None and (self.engine != "wgmma_fp8" or self.promotion < 1):
-            raise PlanError("Plan.promotion is a positive count of fp8 wgmma steps, or None")
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise PlanError(f"Plan.{name} must be an int >= {low}; got {value!r}")
+        if self.promotion is not None and (
+                self.engine != "wgmma_fp8" or not isinstance(self.promotion, int)
+                or isinstance(self.promotion, bool) or self.promotion < 1):
+            raise PlanError(f"Plan.promotion is a positive int count of fp8 wgmma steps, or "
+                            f"None; got {self.promotion!r}")
         if self.round_inputs not in (None, "tf32"):
             raise PlanError(f"Plan.round_inputs must be None or 'tf32'; got {self.round_inputs!r}")
-        if self.engine in ("mma", "wgmma_fp8"):
-            try:
-                self.step_k  # noqa: B018 (parses the qualifier)
-            except (QualifierError, ValueError) as e:
-                raise PlanError(f"Plan.instruction {self.instruction!r}: {e}") from None
+        for name in ("instruction", "kernel", "source"):
+            if not isinstance(getattr(self, name), str):
+                raise PlanError(f"Plan.{name} must be a string; got {getattr(self, name)!r}")
+        self.input_type  # noqa: B018 (checks the instruction fits the engine)
+
+    @property
+    def input_type(self) -> str:
+        """The inputs the instruction reads: "f16", "bf16", "tf32", "f32", "e4m3.e5m2" (fp8, A
+        then B), "int8"."""
+        from ..isa.qualifier import parse
+        from ..isa.wgmma import is_wgmma_qualifier, parse_wgmma
+
+        kinds = {"mma": "an mma.sync qualifier (f16, bf16 or tf32)",
+                 "wgmma_fp8": "an fp8 wgmma qualifier", "ffma": "fma.rn.f32.<f32|f16|bf16>",
+                 "int": "int8"}
+        try:
+            if self.engine == "int" and self.instruction == "int8":
+                return "int8"
+            if self.engine == "ffma" and self.instruction.startswith("fma.rn.f32."):
+                kind = self.instruction.rsplit(".", 1)[1]
+                if kind in ("f32", "f16", "bf16"):
+                    return kind
+            if self.engine == "wgmma_fp8" and is_wgmma_qualifier(self.instruction):
+                spec = parse_wgmma(self.instruction)
+                if spec.family == "fp8":
+                    return f"{spec.a_type}.{spec.b_type}"
+            if self.engine == "mma" and not is_wgmma_qualifier(self.instruction):
+                spec = parse(self.instruction)
+                if spec.family in ("f16", "bf16", "tf32") and spec.d_type == "f32":
+                    return spec.a_type
+        except (QualifierError, ValueError) as e:
+            raise PlanError(f"Plan.instruction {self.instruction!r}: {e}") from None
+        raise PlanError(f"Plan.instruction for the {self.engine!r} engine is "
+                        f"{kinds[self.engine]}; got {self.instruction!r}")
 
     @property
     def step_k(self) -> int:

@@ -150,12 +150,16 @@ def is_aligned(layout: str, M: int, N: int, K: int, itemsize: int) -> bool:
     return all(ld * itemsize % 16 == 0 for ld in (lda, ldb, N))
 
 
-@cache
 def table(gpu: str = "H100") -> Table:
     """The plan table measured on ``gpu``."""
-    if gpu not in GPUS:
+    if not isinstance(gpu, str) or gpu not in GPUS:
         raise UnsupportedCallError(
             f"tcsim.blas has plans measured on {', '.join(GPUS)}, not {gpu!r}")
+    return _load(gpu)
+
+
+@cache
+def _load(gpu: str) -> Table:
     data = json.loads(gzip.decompress(resources.files("tcsim.blas").joinpath(GPUS[gpu])
                                       .read_bytes()))
     entries = []

@@ -82,10 +82,18 @@ def _argument(value):
         return ctypes.c_void_p(value.data.ptr)
     if isinstance(value, EncodedMap):
         return value
+    return scalar_argument(value)
+
+
+def scalar_argument(value):
+    """A kernel's scalar argument on the driver path, as the twins declare theirs: a float as
+    f32, an integer as i32, refused (not truncated) when it does not fit."""
     if isinstance(value, (float, np.floating)):
         return ctypes.c_float(value)
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return ctypes.c_int32(value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        if not -2**31 <= int(value) < 2**31:
+            raise TypeError(f"{value} does not fit a kernel's 32-bit int argument")
+        return ctypes.c_int32(int(value))
     raise TypeError(f"cannot pass {type(value).__name__} to a kernel")
 
 

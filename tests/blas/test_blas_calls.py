@@ -138,3 +138,34 @@ def test_identify_refuses_a_wrong_d_and_grid(rng):
         blas.identify("matmul", A, B, D=D, grid=(1, 2))
     found = blas.identify("matmul", A, B, D=D)
     assert found and found[0].splits == 1
+
+
+@pytest.mark.parametrize("plan, words", [
+    (dict(instruction="m16n8k16.row.col.f32.bf16.bf16.f32"), "bf16 inputs"),
+    (dict(engine="int", instruction="int8", k_tile=32), "int8 inputs"),
+    (dict(epilogue="add"), "needs C"),
+])
+def test_a_plan_that_cannot_compute_the_call_is_refused(rng, plan, words):
+    A, B = rand(rng, (32, 64), np.float16), rand(rng, (64, 32), np.float16)
+    base = blas.plan("matmul", A, B)
+    with pytest.raises(blas.PlanError, match=words):
+        blas.matmul(A, B, plan=base.with_(**plan))
+
+
+def test_c_first_takes_a_bias_row_and_refuses_alpha(rng):
+    """C loaded into the accumulator: a bias row is broadcast; with alpha or beta the epilogue
+    cannot express the call."""
+    A, B = rand(rng, (24, 64), np.float16), rand(rng, (64, 16), np.float16)
+    bias = rand(rng, (16,), np.float16)
+    base = blas.plan("addmm", bias, A, B)
+    got = blas.addmm(bias, A, B, plan=base.with_(epilogue="c_first"))
+    ref = A.astype(np.float64) @ B.astype(np.float64) + bias.astype(np.float64)
+    assert np.abs(got.astype(np.float64) - ref).max() <= 2e-3 * np.abs(ref).max()
+    with pytest.raises(blas.PlanError, match="alpha"):
+        blas.addmm(bias, A, B, alpha=2.0, plan=base.with_(epilogue="c_first"))
+
+
+def test_alpha_that_overflows_float32_is_refused(rng):
+    A, B = rand(rng, (24, 64), np.float16), rand(rng, (64, 16), np.float16)
+    with pytest.raises(ValueError, match="overflows float32"):
+        blas.addmm(rand(rng, (24, 16), np.float16), A, B, alpha=1e40)

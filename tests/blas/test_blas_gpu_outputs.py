@@ -6,6 +6,10 @@ elements an earlier model got wrong (row-wise fp8 scales, alpha/beta epilogues) 
 hardware test's dumps. Each record's plan is the table's plan for the call's full shape (or,
 for a held-out shape the table's rule missed, the plan identify found from the GPU's kernels);
 the oracle is the GPU's bits, element for element.
+
+The plans were identified from GPU outputs like these (the sweep records from these very
+samples), so this holds the engine and the table to the hardware's bits as a regression test;
+the independent proof is tests/hw/test_blas_hw.py on fresh inputs.
 """
 
 import json

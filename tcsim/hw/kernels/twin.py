@@ -20,7 +20,7 @@ from ..launch import Launch, launch
 def twin_launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
                 alpha: float = 1.0, beta: float = 0.0, label: str = "", **params) -> Launch:
     """One launch of ``kernel``'s twin on host matrices (checked as `tcsim.run` checks them),
-    as `tcsim.hw.launch.launch` runs it and `tcsim.hw.profile` counts it."""
+    as `tcsim.hw.launch.launch` runs it and `tcsim.hw.ncu` counts it."""
     from ...kernels import kernel_named
     from ...kernels.executor import check_operands
 
