@@ -16,7 +16,7 @@ import numpy as np
 
 from ..isa.validate import check_memory
 from ..progress import progress as bar
-from .evaluate import Operands, evaluate
+from .evaluate import Operands, bit_patterns, evaluate
 from .plan import Plan, PlanError
 from .table import CallKey, UnsupportedCallError, is_aligned, table
 
@@ -120,9 +120,6 @@ def _layout(x: np.ndarray) -> str:
     return "N"
 
 
-def _bits(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x).view(np.dtype(f"u{x.itemsize}"))
-
 
 def _check_2d(x: np.ndarray, name: str, what: str) -> None:
     if x.ndim != 2:
@@ -197,7 +194,7 @@ def _gemm(op: str, A, B, dtype: str, types: str, extras: tuple, batch=(), c=None
     itemsize = A.itemsize
     key = CallKey((op, types, dtype, layout, is_aligned(layout, M, N, K, itemsize), extras),
                   M, N, K, count)
-    ops = Operands(_bits(A), _bits(B), dtype, c=c, alpha=alpha, beta=beta)
+    ops = Operands(bit_patterns(A), bit_patterns(B), dtype, c=c, alpha=alpha, beta=beta)
     return Call(key, ops, tuple(batch) + (M, N))
 
 
@@ -304,7 +301,8 @@ def scaled_mm_call(A, B, scale_a, scale_b, *, out_dtype, use_fast_accum: bool = 
     extras = ("fast" if use_fast_accum else "promoted", f"scales {kind}",
               "bias" if bias is not None else "")
     key = CallKey(("scaled_mm", f"{a}.{b}", out_name, "TN", True, extras), M, N, K)
-    ops = Operands(_bits(A), _bits(B), out_name, scale_a=sa, scale_b=sb, bias=bias_values)
+    ops = Operands(bit_patterns(A), bit_patterns(B), out_name, scale_a=sa, scale_b=sb,
+                   bias=bias_values)
     return Call(key, ops, (M, N))
 
 

@@ -33,6 +33,13 @@ class Operands:
     bias: np.ndarray | None = None
 
 
+def bit_patterns(x: np.ndarray) -> np.ndarray:
+    """``x``'s elements as unsigned integers of their width: equal bits compare equal (NaN
+    included), and any dtype (f16, bf16, fp8, f32, int) goes in."""
+    x = np.ascontiguousarray(x)
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+
+
 def evaluate(plan: Plan, ops: Operands, progress=None) -> np.ndarray:
     """D under ``plan``: (..., M, N) in the output dtype."""
     A, B = ops.A, ops.B

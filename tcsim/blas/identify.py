@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from .evaluate import Operands, evaluate
+from .evaluate import Operands, bit_patterns, evaluate
 from .kernels import read, split_hint
 from .plan import Plan
 from .sweep import DTYPES
@@ -61,10 +61,10 @@ def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
 def search(plans: list[Plan], ops: Operands, D: np.ndarray, first: bool = False) -> list[Plan]:
     """The plans whose output has exactly the bits of ``D`` (NaN equal to NaN by bits), in
     D's or the engine's shape."""
-    want = _bits(D).ravel()
+    want = bit_patterns(D).ravel()
     found = []
     for plan in plans:
-        got = _bits(evaluate(plan, ops)).ravel()
+        got = bit_patterns(evaluate(plan, ops)).ravel()
         if got.size == want.size and np.array_equal(got, want):
             found.append(plan)
             if first:
@@ -74,12 +74,9 @@ def search(plans: list[Plan], ops: Operands, D: np.ndarray, first: bool = False)
 
 def mismatches(plan: Plan, ops: Operands, D: np.ndarray) -> int:
     """How many elements of ``D`` the plan gets wrong."""
-    return int(np.count_nonzero(_bits(evaluate(plan, ops)).ravel() != _bits(D).ravel()))
+    got = bit_patterns(evaluate(plan, ops)).ravel()
+    return int(np.count_nonzero(got != bit_patterns(D).ravel()))
 
-
-def _bits(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x)
-    return x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind != "i" else x
 
 
 def identify_call(call, D: np.ndarray, kernels, grid, gpu: str) -> list[Plan]:

@@ -21,6 +21,7 @@ from ..isa.formats import format_named
 from ..isa.validate import check_memory
 from . import addmm, int_mm, linear, matmul, plan, scaled_mm
 from .chain import OUTPUT_FORMATS, to_output
+from .evaluate import bit_patterns
 from .plan import describe
 
 OPS = ("matmul", "addmm", "linear", "scaled_mm", "int_mm")
@@ -206,9 +207,9 @@ def errors(D: np.ndarray, exact: np.ndarray, single: np.ndarray) -> Errors:
     fmt = format_named(OUTPUT_FORMATS[name])
     binade = np.floor(np.log2(np.maximum(np.abs(ref), np.finfo(np.float64).tiny)))
     ulps = err / np.exp2(np.maximum(binade, fmt.emin) - fmt.fraction_bits)
-    rounded = _bits(to_output(exact, name))
-    numpy_rounded = _bits(to_output(single.astype(np.float32), name))
-    mine = _bits(D)
+    rounded = bit_patterns(to_output(exact, name)).ravel()
+    numpy_rounded = bit_patterns(to_output(single.astype(np.float32), name)).ravel()
+    mine = bit_patterns(D).ravel()
     return Errors(
         count=int(finite.sum()),
         max_relative=float(relative.max()) if relative.size else 0.0,
@@ -218,10 +219,6 @@ def errors(D: np.ndarray, exact: np.ndarray, single: np.ndarray) -> Errors:
         correctly_rounded=int(np.count_nonzero(mine == rounded)),
         differ_from_numpy=int(np.count_nonzero(mine != numpy_rounded)))
 
-
-def _bits(x: np.ndarray) -> np.ndarray:
-    x = np.ascontiguousarray(x)
-    return x.view(np.dtype(f"u{x.dtype.itemsize}")).ravel()
 
 
 def summary(D: np.ndarray, exact: np.ndarray, single: np.ndarray) -> str:
