@@ -22,7 +22,8 @@ EPILOGUE_CHOICES = {
     "round": ("round",),
     "add": ("add",),
     # The likeliest first: samples seldom tell the orders apart (whole outputs did, on the H100:
-    # alpha_fma for nvjet's general alpha/beta, scale_b_first for row-wise fp8 scales).
+    # alpha_fma for nvjet's general alpha/beta, scale_b_first for row-wise fp8 scales; CUTLASS's
+    # order is set in `candidates`).
     "alpha_beta": ("alpha_fma", "round_add", "alpha_beta", "c_first"),
     "scale": ("scale", "scale_b_first", "scale_each"),
 }
@@ -40,6 +41,10 @@ def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
     epilogues = EPILOGUE_CHOICES[epilogue]
     if epilogue == "scale" and "ovscale" in kernel_names[0]:
         epilogues = ("scale_b_first",)  # row-wise ("outer vector") scales
+    if epilogue == "alpha_beta" and "cutlass" in kernel_names[0]:
+        # CUTLASS 2.x's epilogue: alpha * acc + beta * C as two products and a sum (measured:
+        # a whole output on the H100 that fma(alpha, ...) got wrong in 16 elements).
+        epilogues = ("alpha_beta",) + tuple(e for e in epilogues if e != "alpha_beta")
     plans = []
     for k_tile, order, splits, reduction, align, ep in itertools.product(
             facts.k_tiles, facts.orders, split_counts, facts.reductions, facts.split_aligns,

@@ -86,6 +86,12 @@ def read(names: list[str], input_type: str) -> KernelFacts | None:
         serial = ("serial",) if reduce is None else ("parallel",)
         aligns = (0, align) if itype == "tf32" else (align, 0)
         return KernelFacts(base, k_tiles, split, ("residue_first", "in_order"), serial, aligns)
+    if "sm90_xmma_gemm" in gemm and input_type in ("f16", "bf16") and (
+            m := _TILESIZE.search(gemm)):
+        # Hopper's xmma kernels (seen for some bmm shapes): wgmma k16 steps, like nvjet's.
+        base = Plan("mma", mma_qualifier(input_type, 16), int(m.group(3)), partial=partial,
+                    kernel=gemm)
+        return KernelFacts(base, (int(m.group(3)),), split, ("in_order",))
     if "tf32f32" in gemm and (m := _TILESIZE.search(gemm)):
         base = Plan("mma", mma_qualifier("tf32", 8), int(m.group(3)), partial=partial,
                     round_inputs="tf32", kernel=gemm, split_align=4)
