@@ -32,6 +32,15 @@ def run_blocks(page: Path) -> list[tuple[str, str | None, str]]:
     return out
 
 
+def check_blocks(blocks, page: Path) -> None:
+    """Each block with an output block under it prints that output (trailing spaces aside)."""
+    lines = lambda text: [line.rstrip() for line in text.rstrip().splitlines()]  # noqa: E731
+    for code, text, printed in blocks:
+        if text is not None:
+            assert lines(printed) == lines(text), \
+                f"block {code[:60]!r}... prints otherwise: run python tests/doc_blocks.py {page}"
+
+
 def rewrite(page: Path) -> int:
     """Write each block's printed output into the text block after it; the blocks changed."""
     results = iter(run_blocks(page))

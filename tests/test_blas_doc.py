@@ -4,7 +4,7 @@ says what the page claims (checked against float64 and NumPy, not against tcsim 
 from pathlib import Path
 
 import pytest
-from doc_blocks import run_blocks
+from doc_blocks import check_blocks, run_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "blas.md"
@@ -15,16 +15,11 @@ def blocks():
     return run_blocks(PAGE)
 
 
-def _lines(text: str) -> list[str]:
-    return [line.rstrip() for line in text.splitlines()]
-
 
 def test_every_block_prints_what_the_page_shows(blocks):
     shown = [(code, text, printed) for code, text, printed in blocks if text is not None]
     assert len(blocks) >= 9 and len(shown) == len(blocks)
-    for code, text, printed in shown:
-        assert _lines(printed) == _lines(text), \
-            f"block {code[:60]!r}... prints otherwise: run python tests/doc_blocks.py {PAGE}"
+    check_blocks(shown, PAGE)
 
 
 def test_the_examples_show_the_effects_the_page_names(blocks):

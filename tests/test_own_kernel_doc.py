@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
-from doc_blocks import run_blocks
+from doc_blocks import check_blocks, run_blocks
 
 import tcsim
 
@@ -16,9 +16,6 @@ EXAMPLE = ROOT / "examples" / "own_kernel.py"
 ENGINE_SIDE = {"begin_blocks", "end_blocks", "integers", "require_full_warp", "global_elements",
                "check_shared", "check_local", "describe"}
 
-
-def _lines(text: str) -> list[str]:
-    return [line.rstrip() for line in text.splitlines()]  # editors strip trailing blanks
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +33,7 @@ def blocks():
 def test_every_block_prints_what_the_page_shows(blocks):
     shown = [(code, text, printed) for code, text, printed in blocks if text is not None]
     assert len(blocks) >= 15 and len(shown) >= 8
-    for code, text, printed in shown:
-        assert _lines(printed) == _lines(text), \
-            f"block {code[:60]!r}... prints otherwise: run python tests/doc_blocks.py {PAGE}"
+    check_blocks(shown, PAGE)
 
 
 def test_the_page_proves_its_kernels_bits(blocks):
