@@ -8,11 +8,14 @@ kernel of your own, `tcsim.Kernel` and the `tcsim.Machine` it issues on (docs/ow
 
 The subpackages resolve on first use after a plain ``import tcsim``: `tcsim.blas` (torch's
 GEMMs as cuBLAS computes them), `tcsim.hw` (the GPU side, which imports CuPy only when a GPU
-function runs), `tcsim.memory`, `tcsim.kernels`, `tcsim.isa`.
+function runs), `tcsim.memory`, `tcsim.kernels`, `tcsim.isa`; `tcsim.views` (pictures of the
+models) is imported with ``tcsim`` itself.
 """
 
 import importlib as _importlib
 
+# The views hang the models' display hooks on them (a model never imports a view).
+from . import views as views
 from ._version import __version__ as __version__
 from .isa.formats import BF16, F16, F32, TF32, FloatFormat
 from .isa.fragments import FragmentMap, mma_fragment

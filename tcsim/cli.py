@@ -205,7 +205,7 @@ def _add_kernel_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _docs(args) -> int:
-    from .fragment_docs import write
+    from .views.fragment_docs import write
 
     paths = write(args.directory)
     print(f"wrote {paths[0]} and {len(paths) - 1} diagrams under {paths[0].parent / 'figures'}")

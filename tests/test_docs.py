@@ -86,7 +86,7 @@ def test_checks_doc_example_prints_what_it_shows(capsys):
 
 
 def test_fragment_docs_are_what_the_tables_draw_today():
-    from tcsim.fragment_docs import render
+    from tcsim.views.fragment_docs import render
 
     page, figures = render()
     assert (DOCS / "fragments.md").read_text() == page, "run `tcsim docs` to regenerate"
@@ -101,7 +101,7 @@ def test_a_diagram_labels_every_cell_as_the_map_says(rng):
     import xml.dom.minidom
 
     import tcsim
-    from tcsim.isa.drawing import CELL_H, CELL_W, MARGIN, fragment_svg
+    from tcsim.views.fragments import CELL_H, CELL_W, MARGIN, fragment_svg
 
     frag = tcsim.fragment("m16n8k16.row.col.f32.bf16.bf16.f32", "b")
     dom = xml.dom.minidom.parseString(fragment_svg(frag))
@@ -188,7 +188,7 @@ def test_the_index_links_every_page():
 
 def test_notebook_views():
     import tcsim
-    from tcsim.isa.drawing import lane_color
+    from tcsim.views.fragments import lane_color
 
     html = tcsim.fragment("m16n8k8.row.col.f32.f16.f16.f32", "c")._repr_html_()
     assert html.count("<td") == 16 * 8 and f"background:{lane_color(31)}" in html

@@ -58,6 +58,21 @@ def test_readme_hw_names_resolve_after_a_plain_import():
     assert out == "True\nTrue True"
 
 
+def test_a_model_imported_alone_draws_itself_and_matplotlib_waits():
+    # the views hang the display hooks on the models; importing any model runs tcsim/__init__
+    out = _python("""
+        import sys
+        from tcsim.isa.fragments import mma_fragment
+        from tcsim.memory.access import access
+        acc = access("ld.shared.b32", [128 * lane for lane in range(32)])  # all in bank 0
+        print(acc.heatmap().splitlines()[2].split())
+        print(acc._repr_html_().count("#e34a33"),
+              mma_fragment("m16n8k8.row.col.f32.f16.f16.f32", "c")._repr_html_().count("<td"))
+        print("matplotlib" in sys.modules)
+    """)
+    assert out.splitlines() == [str(["0", "32"] + ["."] * 31 + ["32"]), "1 128", "False"]
+
+
 def test_hw_without_a_gpu_says_why():
     out = _python("""
         import numpy as np

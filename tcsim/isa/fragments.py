@@ -26,7 +26,9 @@ if sys.byteorder != "little":  # registers are viewed as pairs of 16-bit element
 
 @dataclass(frozen=True, eq=False)
 class FragmentMap:
-    """Where each element of a ``rows x cols`` matrix lives in a warp's registers."""
+    """Where each element of a ``rows x cols`` matrix lives in a warp's registers. In a
+    notebook it shows as a coloured lane grid that `tcsim.views` hangs on this class (models
+    never import views; ``import tcsim`` imports them)."""
 
     name: str
     rows: int
@@ -209,12 +211,6 @@ class FragmentMap:
 
     def __str__(self) -> str:
         return self.table()
-
-    def _repr_html_(self) -> str:
-        """A coloured lane grid in notebooks (`tcsim.isa.drawing`)."""
-        from .drawing import fragment_html
-
-        return fragment_html(self)
 
     def __repr__(self) -> str:
         return f"<FragmentMap {self.name}: {self.rows}x{self.cols} {self.format.name}>"

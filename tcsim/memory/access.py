@@ -131,7 +131,9 @@ def _lane_phases(width: int) -> tuple[tuple[int, ...], ...]:
 
 @dataclass(frozen=True, repr=False)
 class Access:
-    """The accounting of one warp-wide access."""
+    """The accounting of one warp-wide access. Its pictures are views: `tcsim.views` hangs
+    ``heatmap()`` (words per phase and bank as text) and the notebook table on this class
+    (models never import views; ``import tcsim`` imports them)."""
 
     instruction: str
     wavefronts: int
@@ -152,18 +154,6 @@ class Access:
 
     def __repr__(self) -> str:  # one line in a REPL too, not the words table
         return f"<Access {self}>"
-
-    def heatmap(self) -> str:
-        """Words per (phase, bank) as text; `tcsim.memory.heatmap` also draws images."""
-        from .heatmap import heatmap_text
-
-        return heatmap_text(self)
-
-    def _repr_html_(self) -> str:
-        """The bank heatmap as a table in notebooks."""
-        from .heatmap import heatmap_html
-
-        return heatmap_html(self)
 
 
 def _as_addresses(addresses, instruction: str = "", site: str | None = None,

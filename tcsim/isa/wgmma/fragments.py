@@ -87,7 +87,7 @@ class WarpgroupFragment(FragmentMap):
     def batch_last_elements(self, matrix_bits: np.ndarray) -> np.ndarray:
         return matrix_bits[self.coords[..., 0], self.coords[..., 1]]
 
-    def _repr_html_(self) -> str:  # the lane colours of tcsim.isa.drawing are for 32 lanes
+    def _repr_html_(self) -> str:  # tcsim.views.fragments colours 32 lanes
         return "<pre>" + self.table() + "</pre>"
 
     def __repr__(self) -> str:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .isa.drawing import fragment_svg
-from .isa.fragments import FragmentMap, ldmatrix_fragment, mma_fragment
-from .isa.qualifier import supported_qualifiers
-from .isa.wmma import fragment_map, parse_wmma, supported_wmma_qualifiers, wmma_fragment
+from ..isa.fragments import FragmentMap, ldmatrix_fragment, mma_fragment
+from ..isa.qualifier import supported_qualifiers
+from ..isa.wmma import fragment_map, parse_wmma, supported_wmma_qualifiers, wmma_fragment
+from .fragments import fragment_svg
 
 F16_K8, F16_K16 = "m16n8k8.row.col.f32.f16.f16.f32", "m16n8k16.row.col.f32.f16.f16.f32"
 BF16_K8, BF16_K16 = "m16n8k8.row.col.f32.bf16.bf16.f32", "m16n8k16.row.col.f32.bf16.bf16.f32"

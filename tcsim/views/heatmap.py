@@ -1,10 +1,11 @@
-"""Bank-conflict heatmaps of one warp-wide access: phases down, banks across.
+"""Bank-conflict heatmaps of one warp-wide access (`tcsim.memory.access`): phases down, banks
+across.
 
 Each cell is the number of distinct 4-byte words a phase needs from a bank; a phase costs as
 many wavefronts as its fullest bank, so a row of 1s is conflict-free and a tall column is a
-conflict. `heatmap_text` draws it for a terminal, `heatmap_html` for a notebook; `heatmap_figure`
-draws it with matplotlib
-(the optional ``docs`` extra).
+conflict. `heatmap_text` draws it for a terminal (`Access.heatmap()`), `heatmap_html` for a
+notebook (an Access's ``_repr_html_``; `tcsim.views` hangs both on `Access`); `heatmap_figure`
+draws it with matplotlib (the optional ``docs`` extra).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .banks import BANKS
+from ..memory.banks import BANKS
 
-if TYPE_CHECKING:  # an Access draws itself with these: no import back at run time
-    from .access import Access
+if TYPE_CHECKING:
+    from ..memory.access import Access
 
 
 def heatmap_text(acc: Access) -> str:

@@ -1,6 +1,7 @@
-"""Pictures of fragment maps, drawn from the maps themselves: SVG for the docs, HTML for
-notebooks. Each cell is a matrix element, coloured by the lane that holds it and labelled with
-the lane and register (``T5 r1.hi``: lane 5, register 1, high 16 bits).
+"""Pictures of fragment maps (`tcsim.isa.fragments`), drawn from the maps themselves: SVG for
+the docs, HTML for notebooks (`tcsim.views` hangs `fragment_html` on `FragmentMap` as its
+``_repr_html_``). Each cell is a matrix element, coloured by the lane that holds it and
+labelled with the lane and register (``T5 r1.hi``: lane 5, register 1, high 16 bits).
 
 The SVG is written by hand (rectangles and text), so the same map always gives the same bytes
 and the committed diagrams can be checked for staleness without any plotting library.
@@ -12,8 +13,8 @@ import colorsys
 from html import escape
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # a FragmentMap draws itself with these: no import back at run time
-    from .fragments import FragmentMap
+if TYPE_CHECKING:
+    from ..isa.fragments import FragmentMap
 
 CELL_W, CELL_H, MARGIN = 46, 30, 28
 
