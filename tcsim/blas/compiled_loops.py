@@ -171,13 +171,7 @@ def tile(av, ea, bv, eb, group, F, zero_rule, zero_exponent, mark_zero_acc, hi, 
                 sums[1, j] = 0
             # The products' terms, each truncated toward zero by the conversion.
             for p in range(first, first + group, UNROLL):
-                half = sums[((p - first) // UNROLL) % 2]
-                a0, a1, a2, a3 = av[m, p], av[m, p + 1], av[m, p + 2], av[m, p + 3]
-                b0, b1, b2, b3 = bv[p, n0:n1], bv[p + 1, n0:n1], bv[p + 2, n0:n1], bv[p + 3, n0:n1]
-                for j in range(w):
-                    s = scale[j]
-                    half[j] += (np.int32(a0 * b0[j] * s) + np.int32(a1 * b1[j] * s)
-                                + np.int32(a2 * b2[j] * s) + np.int32(a3 * b3[j] * s))
+                add_terms(sums[((p - first) // UNROLL) % 2], av, bv, m, p, n0, n1, scale)
             overflow = False
             for j in range(w):
                 bits = round_to_f32(np.int64(sums[0, j]) + np.int64(sums[1, j]),
@@ -192,6 +186,18 @@ def tile(av, ea, bv, eb, group, F, zero_rule, zero_exponent, mark_zero_acc, hi, 
     for r in range(rows):
         for j in range(w):
             out_bits[m0 + r, n0 + j] = special_bits[r, j] if is_special[r, j] else acc_bits[r, j]
+
+
+@_inline
+def add_terms(out, av, bv, m, p, n0, n1, scale):
+    """out[j] += the four products of row m's k = p..p+3 with column n0 + j, each scaled by
+    scale[j] and truncated toward zero by the conversion to an integer."""
+    a0, a1, a2, a3 = av[m, p], av[m, p + 1], av[m, p + 2], av[m, p + 3]
+    b0, b1, b2, b3 = bv[p, n0:n1], bv[p + 1, n0:n1], bv[p + 2, n0:n1], bv[p + 3, n0:n1]
+    for j in range(n1 - n0):
+        s = scale[j]
+        out[j] += (np.int32(a0 * b0[j] * s) + np.int32(a1 * b1[j] * s)
+                   + np.int32(a2 * b2[j] * s) + np.int32(a3 * b3[j] * s))
 
 
 @_inline
@@ -335,12 +341,7 @@ def fp8_tile(av, ea, bv, eb, group, F, hi, mask, promotion, out, m0, m1, n0, n1)
                 scale[j] = power_of_two(smaller(inverse, hi))
                 total[j] = np.int32(np.float64(acc[r, j]) * power_of_two(smaller(inverse, 1000)))
             for p in range(first, first + group, UNROLL):
-                a0, a1, a2, a3 = av[m, p], av[m, p + 1], av[m, p + 2], av[m, p + 3]
-                b0, b1, b2, b3 = bv[p, n0:n1], bv[p + 1, n0:n1], bv[p + 2, n0:n1], bv[p + 3, n0:n1]
-                for j in range(w):
-                    s = scale[j]
-                    total[j] += (np.int32(a0 * b0[j] * s) + np.int32(a1 * b1[j] * s)
-                                 + np.int32(a2 * b2[j] * s) + np.int32(a3 * b3[j] * s))
+                add_terms(total, av, bv, m, p, n0, n1, scale)
             for j in range(w):
                 acc_bits[r, j] = round_to_f32(np.int64(total[j]), np.int64(emax[j]) - F) & mask
             exponents(acc_bits[r], acc_e[r], True)
