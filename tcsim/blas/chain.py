@@ -58,7 +58,7 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
     def block(s: int, e: int) -> None:
         for i, (start, end) in enumerate(ranges):
             start_from = None if init is None or i else init[s:e]
-            out[i, s:e] = step(plan, A[s:e], B, plan.steps(start, end), start_from)
+            out[i, s:e] = step(plan, A[s:e], B, plan.positions(start, end), start_from)
         if progress is not None:
             progress(e - s)
 
@@ -84,21 +84,11 @@ def reduce(plan: Plan, parts: np.ndarray, out_dtype: str, epilogue) -> np.ndarra
     return to_output(epilogue(total), out_dtype)
 
 
-def _gather(bits: np.ndarray, steps: list[tuple[int, int]], width: int, axis: int) -> np.ndarray:
-    """The K slices of ``steps`` along ``axis``, each padded with zeros to ``width``."""
-    parts = []
-    for s, e in steps:
-        part = np.take(bits, np.arange(s, e), axis=axis)
-        if e - s < width:
-            pad = [(0, 0)] * bits.ndim
-            pad[axis] = (0, width - (e - s))
-            part = np.pad(part, pad)
-        parts.append(part)
-    if not parts:
-        shape = list(bits.shape)
-        shape[axis] = 0
-        return np.zeros(shape, bits.dtype)
-    return np.concatenate(parts, axis=axis)
+def _gather(bits: np.ndarray, positions: np.ndarray, axis: int) -> np.ndarray:
+    """The K slots ``positions`` (`Plan.positions`; -1 a padding zero) along ``axis``."""
+    pad = [(0, 0)] * bits.ndim
+    pad[axis] = (0, 1)  # the zero that -1 reads
+    return np.take(np.pad(bits, pad), positions, axis=axis)
 
 
 class _Wide:
@@ -111,17 +101,18 @@ class _Wide:
         return self._spec.format(operand)
 
 
-def _mma_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
-    """f16/bf16/tf32: one f32 accumulator from zero over ``steps``, each one instruction."""
+def _mma_steps(plan: Plan, A, B, slots, init) -> np.ndarray:
+    """f16/bf16/tf32: one f32 accumulator from zero over the product ``slots`` of a range
+    (`Plan.positions`), one instruction per step."""
     spec = parse(plan.instruction)
     rule = profile("sm_90").check(spec)
     # One instruction is one fused step of its K products (rule steps are never wider).
     rule = replace(rule, group_size=min(rule.group_size, spec.k))
     m, n = A.shape[0], B.shape[1]
-    k = spec.k * len(steps)
+    k = len(slots)
     ab = np.empty((k, m + n, 1), A.dtype)
-    ab[:, :m, 0] = _gather(A, steps, spec.k, axis=1).T
-    ab[:, m:, 0] = _gather(B, steps, spec.k, axis=0)
+    ab[:, :m, 0] = _gather(A, slots, axis=1).T
+    ab[:, m:, 0] = _gather(B, slots, axis=0)
     c = np.zeros((m, n, 1), np.uint32)
     if init is not None:
         c[..., 0] = np.broadcast_to(init, (m, n)).astype(np.float32).view(np.uint32)
@@ -131,7 +122,7 @@ def _mma_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
     return d[..., 0].view(np.float32)
 
 
-def _fp8_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
+def _fp8_steps(plan: Plan, A, B, slots, init) -> np.ndarray:
     """fp8 wgmma k32 steps: each one fused addition of 32 products and the wgmma accumulator
     (13 fraction bits, truncated), promoted to an f32 register sum every ``plan.promotion``
     steps (or never)."""
@@ -141,8 +132,9 @@ def _fp8_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
     rule = num.fp8_rule
     F = rule.fraction_bits
     work = WorkPlan(np.float32, np.int16, np.iinfo(np.int16).min // 2 + 4, fa.emin + fb.emin)
-    a, ea = _fp8_decoded(fa, _gather(A, steps, spec.k, axis=1).T, work.zero_sentinel)
-    b, eb = _fp8_decoded(fb, _gather(B, steps, spec.k, axis=0), work.zero_sentinel)
+    a, ea = _fp8_decoded(fa, _gather(A, slots, axis=1).T, work.zero_sentinel)
+    b, eb = _fp8_decoded(fb, _gather(B, slots, axis=0), work.zero_sentinel)
+    steps = len(slots) // spec.k
     m, n = A.shape[0], B.shape[1]
     mask = np.uint32(num.fp8_f32_mask)
     register = np.zeros((m, n), np.float32)
@@ -155,7 +147,7 @@ def _fp8_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
     acc = np.zeros((m, n), np.float32)
     acc_e = np.full((m, n), work.accumulator_zero, np.int16)
     pending = 0
-    for i in range(len(steps)):
+    for i in range(steps):
         g = slice(i * spec.k, (i + 1) * spec.k)
         total, emax = fused_step(a[g, :, None], ea[g, :, None], b[g, None, :], eb[g, None, :],
                                  acc, acc_e, F, work, None)
@@ -166,7 +158,7 @@ def _fp8_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
         acc_e = F32.exponents(bits, np.int16)
         acc_e[acc == 0] = work.accumulator_zero
         pending += 1
-        if plan.promotion and (pending == plan.promotion or i == len(steps) - 1):
+        if plan.promotion and (pending == plan.promotion or i == steps - 1):
             register = np.add(register, acc, dtype=np.float32)
             acc = np.zeros((m, n), np.float32)
             acc_e = np.full((m, n), work.accumulator_zero, np.int16)
@@ -201,18 +193,18 @@ def _ieee_specials(result: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarr
     return out
 
 
-def _ffma_steps(plan: Plan, A, B, steps, init) -> np.ndarray:
-    """f32 on the CUDA cores: acc = fma(a[k], b[k], acc) for each k in order, from zero; the
-    instruction "fma.rn.f32.<input type>" names the format inputs are widened from."""
+def _ffma_steps(plan: Plan, A, B, slots, init) -> np.ndarray:
+    """f32 on the CUDA cores: acc = fma(a[k], b[k], acc) for each k of ``slots`` in order, from
+    zero; the instruction "fma.rn.f32.<input type>" names the format inputs are widened
+    from."""
     fmt = format_named(plan.instruction.rsplit(".", 1)[1])
     a = fmt.values(A, np.float64)
     b = fmt.values(B, np.float64)
     acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
     if init is not None:
         acc = np.broadcast_to(init, acc.shape).astype(np.float32)
-    for s, e in steps:
-        for k in range(s, e):
-            acc = fma_f32(a[:, k, None], b[None, k, :], acc)
+    for k in slots:  # one-product steps: never padded
+        acc = fma_f32(a[:, k, None], b[None, k, :], acc)
     return acc
 
 

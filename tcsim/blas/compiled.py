@@ -119,7 +119,7 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
     if init is not None:
         start_acc[...] = np.broadcast_to(init, (M, N))
     # Each range's product positions in step order: K indices, -1 for the padding's zeros.
-    positions = [_positions(plan.steps(s, e), spec.k) for s, e in ranges]
+    positions = [plan.positions(s, e) for s, e in ranges]
     b_parts = [b.gathered(p) for p in positions]
     for s in range(0, M, ROWS_PER_CALL):
         rows = slice(s, min(M, s + ROWS_PER_CALL))
@@ -174,14 +174,6 @@ def fp8_steps(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray, grou
                     F, F - smallest_product_exponent, np.uint32(mask).view(np.int32),
                     promotion or 0, out)
     return out
-
-
-def _positions(steps: list[tuple[int, int]], k: int) -> np.ndarray:
-    """The K index of every product position of ``steps``, each padded to ``k`` with -1."""
-    positions = np.full((len(steps), k), -1, np.int64)
-    for i, (s, e) in enumerate(steps):
-        positions[i, :e - s] = np.arange(s, e)
-    return positions.reshape(-1)
 
 
 class _Operand:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from math import ceil
 
+import numpy as np
+
 from ..isa.qualifier import QualifierError
 
 ENGINES = ("mma", "wgmma_fp8", "ffma", "int")
@@ -159,6 +161,15 @@ class Plan:
             first = [(s, min(cut, s + k)) for s in range(start, cut, k)]
             start = cut
         return first + [(s, min(end, s + k)) for s in range(start, end, k)]
+
+    def positions(self, start: int, end: int) -> np.ndarray:
+        """The K index of every product slot of the range's steps, step after step, each step
+        padded to the instruction's K with -1 (a zero product)."""
+        steps, k = self.steps(start, end), self.step_k
+        slots = np.full((len(steps), k), -1, np.int64)
+        for i, (s, e) in enumerate(steps):
+            slots[i, :e - s] = np.arange(s, e)
+        return slots.reshape(-1)
 
     def with_(self, **changes) -> Plan:
         """A copy with some fields changed (checked like a new plan)."""

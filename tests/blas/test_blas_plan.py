@@ -30,6 +30,8 @@ def test_cutlass_ranges_round_to_eight_elements():
 def test_steps_in_order_and_residue_first():
     plan = Plan("mma", F16, 64)
     assert plan.steps(0, 40) == [(0, 16), (16, 32), (32, 40)]
+    slots = plan.positions(0, 40)  # the short last step padded with zero products (-1)
+    assert len(slots) == 48 and list(slots[:40]) == list(range(40)) and (slots[40:] == -1).all()
     cutlass = Plan("mma", "m16n8k8.row.col.f32.f16.f16.f32", 32, order="residue_first")
     # 78 = 2 * 32 + 14: the 14-element partial k-tile first, in k8 steps, then whole tiles
     steps = cutlass.steps(0, 78)
