@@ -8,6 +8,7 @@
 # BENCH_ARGS passes options to benchmarks/bench_gpu.py), checks (planted bugs under
 # compute-sanitizer and the simulator), cpasync (the cp.async study; STUDY_ARGS passes options).
 # mma runs the mma tests for TCSIM_HW_QUALIFIERS (comma list) filtered by TCSIM_K.
+# sweep runs benchmarks/bench_sweep.py (issue 35: kernel10's tiles and cuBLAS on every shape).
 # blas runs tests/hw/test_blas_hw.py (tcsim.blas against torch's cuBLAS calls; scripts/blas_sweep.py
 # measures the plan table itself).
 # wgmma runs tests/hw/test_wgmma_hw.py (sm_90a; TCSIM_HW_WGMMA_COUNT random instructions per
@@ -102,6 +103,12 @@ elif [ "$mode" = hopper ]; then  # issue 15: bits and counters against the twins
 elif [ "$mode" = blas ]; then  # issue 32: tcsim.blas against torch/cuBLAS, every element
   # TCSIM_BLAS_CALLS="table,held-out" call counts; wrong calls are kept under $OUT/dump.
   TCSIM_BLAS_DUMP="$OUT/dump" hw_tests test_blas_hw.py
+elif [ "$mode" = sweep ]; then  # issue 35: kernel10's tile variants against cuBLAS, every shape
+  # SWEEP_ARGS="--shapes 1536x1536x1536 ..." picks the shapes (default: the issue's sweep).
+  (cd benchmarks && python3 bench_sweep.py --measure "$OUT/bench_sweep.json" --runs 10 \
+    ${SWEEP_ARGS:-} && python3 bench_sweep.py --table "$OUT/bench_sweep.json") 2>&1 \
+    | tee "$OUT/pytest_hw.log"
+  status=${PIPESTATUS[0]}
 elif [ "$mode" = kernels ]; then  # the kernel ladder: bits and counters against the twins
   hw_tests test_kernels_hw.py
 elif [ "$mode" = checks ]; then  # planted bugs: compute-sanitizer against the simulator
