@@ -6,6 +6,7 @@ alone as `check_compiles` does (the guide's CUDA files among them), and the repo
 The GPU side (bits and counters of the guide's kernels): tests/hw/test_own_kernel_hw.py.
 """
 
+import re
 import shutil
 from pathlib import Path
 
@@ -231,3 +232,11 @@ def test_the_guides_example_report_is_what_verify_prints():
                      {m: (padded[m], float(unpadded[m])) for m in padded},
                      "NVIDIA H100 80GB HBM3")
     assert shown.rstrip() == str(v)
+
+
+def test_the_guides_cuda_excerpts_are_the_example_files():
+    text = PAGE.read_text()
+    section = text[text.index("## On the GPU: your own CUDA file"):text.index("## Reference")]
+    excerpts = re.findall(r"```cuda\n(.*?)```", section, re.S)
+    files = "".join(path.read_text() for path in sorted(EXAMPLES.glob("*.cu")))
+    assert excerpts and all(code in files for code in excerpts)
