@@ -170,11 +170,11 @@ def _compile(source: str, defines: tuple[tuple[str, int], ...], target: str | No
 @contextmanager
 def _compile_errors(target: str):
     """NVRTC's errors (CuPy's CompileException) as `CompileError`, with its messages."""
-    import cupy
+    from cupy.cuda.compiler import CompileException
 
     try:
         yield
-    except cupy.cuda.compiler.CompileException as exc:
+    except CompileException as exc:
         raise CompileError(f"the CUDA source does not compile (NVRTC, {target}):\n"
                            f"{str(exc).strip()}") from None
 
