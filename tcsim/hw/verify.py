@@ -52,7 +52,8 @@ def read_source(source_path) -> UserSource:
     if not path.is_file():
         what = "is a folder, not a file" if path.is_dir() else "does not exist"
         raise FileNotFoundError(f"CUDA file {str(source_path)!r} {what} (looked for {path})")
-    return UserSource(path, f'#line 1 "{path}"\n' + path.read_text())
+    name = str(path).replace("\\", "\\\\").replace('"', '\\"')  # a C string
+    return UserSource(path, f'#line 1 "{name}"\n' + path.read_text())
 
 
 def check_compiles(kernel, source_path, *, entry: str | None = None,
