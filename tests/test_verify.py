@@ -240,3 +240,15 @@ def test_the_guides_cuda_excerpts_are_the_example_files():
     excerpts = re.findall(r"```cuda\n(.*?)```", section, re.S)
     files = "".join(path.read_text() for path in sorted(EXAMPLES.glob("*.cu")))
     assert excerpts and all(code in files for code in excerpts)
+
+
+def test_f32_outputs_show_eight_hex_digits(rng):
+    expected = rng.uniform(1, 2, (16, 16)).astype(np.float32)  # never 1.0 exactly
+    got = expected.copy()
+    got[2, 9] = 1.0
+    v = Verification("mine_tf32", "k.cu", "k", (16, 16, 8), {"inputs": "f32"}, 3, expected, got,
+                     (16, 16))
+    line = next(x for x in str(v).splitlines() if x.strip().startswith("(2, 9)"))
+    assert line.rstrip().endswith("0x3f800000 (1)")
+    assert f"0x{int(expected.view(np.uint32)[2, 9]):08x}" in line
+    assert "inputs=f32" in str(v).splitlines()[0]
