@@ -6,7 +6,8 @@
 - ``kernels/``: the kernels' CUDA twins (written from each `Kernel`) and their headers;
 - ``runtime`` (the GPU, the one compile path), ``launch`` (the one `Launch`), ``generate``
   (every generated source: ``python -m tcsim.hw.generate DIR``), ``ncu`` (Nsight Compute
-  counters) and ``sanitize`` (compute-sanitizer).
+  counters) and ``sanitize`` (compute-sanitizer);
+- ``verify``: a user's own CUDA file against its schedule, bits and counters.
 
 Everything here needs an NVIDIA GPU and CuPy; `available()` and `unavailable_reason()` say
 whether this machine has them. Importing this package never imports CuPy: that happens when a
@@ -19,9 +20,17 @@ from .isa.wgmma import wgmma, wgmma_regs
 from .kernels import run
 from .launch import Launch
 from .ncu import profile
-from .runtime import HardwareUnavailable, available, device_name, unavailable_reason
+from .runtime import (
+    CompileError,
+    HardwareUnavailable,
+    available,
+    device_name,
+    unavailable_reason,
+)
+from .verify import Verification, check_compiles, verify
 
 __all__ = [
-    "HardwareUnavailable", "Launch", "available", "device_name", "mma", "mma_regs", "profile",
-    "run", "unavailable_reason", "wgmma", "wgmma_regs",
+    "CompileError", "HardwareUnavailable", "Launch", "Verification", "available",
+    "check_compiles", "device_name", "mma", "mma_regs", "profile", "run", "unavailable_reason",
+    "verify", "wgmma", "wgmma_regs",
 ]

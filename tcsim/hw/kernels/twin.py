@@ -5,7 +5,8 @@ constants and one line that calls ``Kernel.twin_schedule`` in ``gemm.cuh``, or `
 for sm_90a); a seed kernel's is the hand-written ``<name>.cu``. A twin is compiled with the
 kernel's parameters as ``-D`` constants (`Kernel.defines`), launched as `Kernel.launch_shape`
 says (the ladder: a (N / block_n, M / block_m) grid of ``threads``-thread blocks) with the
-tiles' bytes of dynamic shared memory. The hw room knows the kernels only through that
+block's bytes of dynamic shared memory (`Kernel.shared_bytes`: what the tiles span, padding
+included). The hw room knows the kernels only through that
 interface: name, schedule, parameters, defines, launch shape.
 """
 
@@ -44,12 +45,14 @@ def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha
 
 
 def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0,
-                  label: str = "") -> Launch:
+                  label: str = "", *, source: str = "", entry: str = "",
+                  include: tuple[str, ...] = (), defines: dict | None = None) -> Launch:
     """The `Launch` of ``kernel``'s twin with parameters ``p`` on the arrays given as they are
     (host arrays for `twin_launch`; CuPy arrays already on the GPU for benchmarks, where
-    nothing is copied or checked)."""
+    nothing is copied or checked). ``source`` (CUDA text), ``entry``, ``include`` and more
+    ``defines``: a user's own file in place of the twin (`tcsim.hw.verify`)."""
     (M, K), N = A.shape, B.shape[1]
-    return Launch(kernel.source, kernel.entry, *kernel.launch_shape(p, M, N),
+    return Launch(source or kernel.source, entry or kernel.entry, *kernel.launch_shape(p, M, N),
                   [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
-                  kernel.defines(p), p.shared_bytes, kernel.arch,
-                  tuple(kernel.tensor_maps(p, M, N, K)))
+                  {**kernel.defines(p), **(defines or {})}, kernel.shared_bytes(p), kernel.arch,
+                  tuple(kernel.tensor_maps(p, M, N, K)), tuple(include))
