@@ -50,11 +50,12 @@ the duration given below. Measurements:
   l2_tma_read_bytes_per_s_share<n>: the same with groups of n SMs asking for the same boxes at
   about the same time, as a GEMM's wave does (measured: 12.0-12.2 TB/s against 8.1 alone).
 - l2_tma_gemm_grouped_bytes_per_s and l2_tma_gemm_rows_bytes_per_s: TMA feeding a GEMM's tiles.
-  kernel8's twin at 8192^3 with its wgmma taken out (hopper.cuh's EXPLORE_NO_MMA and
-  EXPLORE_NO_EPILOGUE): one persistent block per SM whose producer thread copies 128 x 64 A
-  boxes and 64 x 256 B tiles into 4 stages of 48 KiB and whose consumers hand each stage back
-  as soon as it lands; tiles in groups of 16 block rows (kernel8's order) or along N (GROUP_M
-  0, kernel7's). Requested bytes / median event time, each launch behind a spin kernel.
+  kernel8's twin at 8192^3 with its wgmma taken out (benchmarks/cuda/explore.cuh's
+  EXPLORE_NO_MMA and EXPLORE_NO_EPILOGUE): one persistent block per SM whose producer thread
+  copies 128 x 64 A boxes and 64 x 256 B tiles into 4 stages of 48 KiB and whose consumers
+  hand each stage back as soon as it lands; tiles in groups of 16 block rows (kernel8's order)
+  or along N (GROUP_M 0, kernel7's). Requested bytes / median event time, each launch behind
+  a spin kernel.
 
 Each measurement is one function; one that fails prints its error and the others still run (the
 JSON's "errors" maps the function's name to the message). Needs CuPy and a GPU; the whole run
@@ -686,13 +687,12 @@ TMA_GEMM_ORDERS = {"grouped": 16, "rows": 0}  # GROUP_M of each tile order
 
 
 def tma_copies(spec, group_m: int):
-    """kernel8's twin launch ``spec`` with its wgmma and epilogue taken out (hopper.cuh's
-    EXPLORE_NO_MMA, EXPLORE_NO_EPILOGUE) and its tiles in groups of ``group_m`` block rows:
-    its TMA copies alone."""
-    import dataclasses
+    """kernel8's twin launch ``spec`` with its wgmma and epilogue taken out (EXPLORE_NO_MMA,
+    EXPLORE_NO_EPILOGUE of this folder's cuda/explore.cuh) and its tiles in groups of
+    ``group_m`` block rows: its TMA copies alone."""
+    from explore import explore  # this folder's
 
-    return dataclasses.replace(spec, defines={
-        **spec.defines, "EXPLORE_NO_MMA": 1, "EXPLORE_NO_EPILOGUE": 1, "GROUP_M": group_m})
+    return explore(spec, EXPLORE_NO_MMA=1, EXPLORE_NO_EPILOGUE=1, GROUP_M=group_m)
 
 
 def tma_gemm_feed(ctx: Context) -> Constants:

@@ -3,12 +3,12 @@
     python benchmarks/ncu_tma.py [SIZE]    # on the GPU (sm_90a); writes $OUT/ncu_tma.json
 
 Profiles kernel7 and kernel8 (f16 accumulators, SIZE^3, default 4096) and kernel8's twin with
-its wgmma and epilogue taken out (hopper.cuh's EXPLORE_NO_MMA, EXPLORE_NO_EPILOGUE: the copies
-alone, as bench_gpu_constants.py's tma_gemm_feed times them) with its tiles in groups of 16 or
-4 block rows and along N. Prints, per launch, TMA's bytes per second, the SM clock, L2's tag
-lookups (lts__t_bytes) over TMA's bytes, the L2 partitions' fabric share and the busiest L2
-percentages: when the SMs that ask for the same lines at about the same time are many, the L2
-serves them with fewer lookups.
+its wgmma and epilogue taken out (benchmarks/cuda/explore.cuh's EXPLORE_NO_MMA and
+EXPLORE_NO_EPILOGUE: the copies alone, as bench_gpu_constants.py's tma_gemm_feed times them)
+with its tiles in groups of 16 or 4 block rows and along N. Prints, per launch, TMA's bytes
+per second, the SM clock, L2's tag lookups (lts__t_bytes) over TMA's bytes, the L2 partitions'
+fabric share and the busiest L2 percentages: when the SMs that ask for the same lines at about
+the same time are many, the L2 serves them with fewer lookups.
 """
 import json
 import os

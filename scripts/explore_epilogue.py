@@ -6,11 +6,11 @@ hides it.
 kernel8's time per tile fits t = a K + e with e about 7 us on the H100 (docs/kernels.md): at
 8192x4096x2048 a fifth of the time. The variants are defines of the twin
 (tcsim/hw/kernels/hopper.cuh): C_PREFETCH has the consumers issue `prefetch.global.L2` for their
-tile's C that many K tiles before the tile ends; EXPLORE_NO_C drops the C loads (a bound, not a
-kernel: D ignores C). cuBLAS runs both as cupy.matmul (beta 0: it never reads C) and as an
-in-place torch.addmm (beta 1), which reads C as every twin does. Timing as bench_gpu.py, once
-without the spin kernel ahead of each launch (as before 2026-11-24: the launch's CPU time
-counted) and once with it.
+tile's C that many K tiles before the tile ends; EXPLORE_NO_C (benchmarks/cuda/explore.cuh)
+drops the C loads (a bound, not a kernel: D ignores C). cuBLAS runs both as cupy.matmul (beta 0:
+it never reads C) and as an in-place torch.addmm (beta 1), which reads C as every twin does.
+Timing as bench_gpu.py, once without the spin kernel ahead of each launch (as before 2026-11-24:
+the launch's CPU time counted) and once with it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from bench_gpu import (  # noqa: E402
     references,
     variant_parser,
 )
+from explore import SWITCHES, explore  # noqa: E402
 
 import tcsim  # noqa: E402
 from tcsim.hw.kernels import device_launch  # noqa: E402
@@ -68,6 +69,8 @@ def _variant(launch, extra: dict):
         shared = tcsim.kernels.kernel_named("kernel10").params(
             store_buffers=extra["STORE_BUFFERS"], stages=stages).shared_bytes
         maps = (*maps, *epilogue_maps(launch.args[6], launch.args[7]))
+    if SWITCHES & extra.keys():  # a part taken out: explore.cuh's switches
+        launch = explore(launch)
     return dataclasses.replace(launch, defines={**launch.defines, **extra}, shared_bytes=shared,
                                tensor_maps=maps)
 

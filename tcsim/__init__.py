@@ -74,7 +74,7 @@ from .kernels.happens_before import DescriptorLayoutError, ProxyFenceError, Stag
 from .kernels.machine import Machine
 from .kernels.roles import DeadlockError, PhaseError, TransactionError
 from .memory.descriptors import MatrixDescriptor, SwizzleMode
-from .memory.layouts import ColumnMajor, RowMajor, Swizzle, Swizzled
+from .memory.layouts import ColumnMajor, Layout, RowMajor, Swizzle, Swizzled
 from .memory.tma import TensorMap
 from .precision import PrecisionTable, precision_study
 from .trace import Trace, trace
@@ -106,8 +106,8 @@ __all__ = [
     "wgmma_fragment", "wgmma_regs", "WmmaSpec", "parse_wmma", "supported_wmma_qualifiers",
     "wmma", "wmma_fragment", "wmma_regs", "precision_study", "PrecisionTable",
     # a kernel of your own (docs/own-kernel.md)
-    "Kernel", "Machine", "SharedTile", "ProblemSizeError", "RowMajor", "ColumnMajor", "Swizzle",
-    "Swizzled", "TensorMap", "MatrixDescriptor", "SwizzleMode",
+    "Kernel", "Machine", "SharedTile", "ProblemSizeError", "Layout", "RowMajor", "ColumnMajor",
+    "Swizzle", "Swizzled", "TensorMap", "MatrixDescriptor", "SwizzleMode",
 ]
 
 

@@ -230,16 +230,6 @@ class Trace:
                           *_table(head, rows), "", *_table(("metric", self.kernel, other.kernel),
                                                            totals)])
 
-    def _repr_html_(self) -> str:
-        cells = "".join(
-            f"<tr><td>{s.name}</td><td><code>{s.instruction}</code></td><td>{s.executions:,}</td>"
-            f"<td>{s.wavefronts:,}</td><td{' style=background:#fcc' if s.conflicts else ''}>"
-            f"{s.conflicts:,}</td><td>{s.sectors:,}</td><td>{s.mma:,}</td></tr>"
-            for s in self.sites.values())
-        return (f"<b>{self.kernel}</b> M, N, K = {self.problem}<table><tr><th>site</th>"
-                f"<th>instruction</th><th>executed</th><th>wavefronts</th><th>conflicts</th>"
-                f"<th>sectors</th><th>mma</th></tr>{cells}</table>")
-
 
 def totals(sites) -> dict[str, int]:
     """The Nsight Compute totals of ``sites`` (`Site`s): `METRICS`, and the cp.async,

@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+from doc_blocks import check_blocks, run_blocks
+
 from tcsim.memory import access
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -39,6 +41,14 @@ def test_layout_example_in_bank_conflicts_doc():
     printed = visualize_layout("TensorOpMultiplicand<16,32>", extent=(32, 32), vectorize=8,
                                output_shape=(64, 4)).splitlines()
     assert shown == printed[: len(shown)] and len(shown) == 2
+
+
+def test_layout_section_of_bank_conflicts_doc_prints_what_it_shows():
+    page = DOCS / "bank-conflicts.md"
+    blocks = run_blocks(page)
+    check_blocks(blocks, page)
+    shown = [text for _, text, _ in blocks if text is not None]
+    assert len(shown) >= 2 and "(4,2):(1,4)" in shown[0]
 
 
 def _generated_table(page: str, marker: str, script: str) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..isa.fragments import mma_fragment
-from ..memory.layouts import Layout, RowMajor, Swizzle, Swizzled
+from ..memory.layouts import RowMajor, Swizzle, Swizzled, TileLayout
 from .machine import Machine, byte_addresses
 from .params import MMA_M, MMA_N, VECTOR, GemmParams
 
@@ -25,7 +25,7 @@ class SharedTile:
     """A block tile of operand A or B in shared memory: where it starts and how it is laid out."""
 
     operand: str
-    layout: Layout
+    layout: TileLayout
     base: int  # byte address of the tile's start
     element_bytes: int = 2  # f16
 

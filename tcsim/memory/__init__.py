@@ -1,4 +1,5 @@
-"""Shared memory: bank accounting of warp-wide accesses, and a byte-addressable model."""
+"""Shared memory: bank accounting of warp-wide accesses, a byte-addressable model, and layouts
+(CuTe's shape:stride `Layout` and `Swizzle`, and the named layouts built on them)."""
 
 import importlib as _importlib
 import warnings as _warnings
@@ -21,6 +22,7 @@ from .layouts import (
     TensorOpMultiplicand,
     TensorOpMultiplicandCongruous,
     TensorOpMultiplicandCrosswise,
+    TileLayout,
     render_layout,
     visualize_layout,
 )
@@ -28,7 +30,7 @@ from .shared import SM90_BLOCK_LIMIT, SharedMemory
 
 __all__ = ["Access", "ColumnMajor", "Layout", "RowMajor", "SM90_BLOCK_LIMIT", "SharedMemory",
            "SharedMemoryError", "Swizzle", "Swizzled", "TensorOpMultiplicand",
-           "TensorOpMultiplicandCongruous", "TensorOpMultiplicandCrosswise", "access",
+           "TensorOpMultiplicandCongruous", "TensorOpMultiplicandCrosswise", "TileLayout", "access",
            "parse_instruction", "visualize_layout",
            "DescriptorError", "DescriptorLayout", "DescriptorTile", "MatrixDescriptor",
            "SwizzleMode", "canonical_tile", "render_layout"]

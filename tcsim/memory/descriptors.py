@@ -49,14 +49,13 @@ from numpy.typing import ArrayLike
 
 from ..isa.formats import native_order
 from ..isa.validate import integer_array
-from .layouts import Layout, Swizzle, Swizzled, render_layout
+from .layouts import Layout, Swizzle, Swizzled, TileLayout, render_layout
 
 __all__ = [
     "DescriptorError",
     "DescriptorLayout",
     "DescriptorTile",
     "MatrixDescriptor",
-    "StridedLayout",
     "SwizzleMode",
     "canonical_tile",
 ]
@@ -241,46 +240,16 @@ class MatrixDescriptor:
 Modes = Sequence[tuple[int, int]]  # ((extent, stride), ...), first mode fastest, as in CuTe
 
 
-class StridedLayout(Layout):
-    """A CuTe-style layout without swizzle: each coordinate splits into modes, first mode
-    fastest, and the offset is ``start`` plus the sum of index * stride. The last mode of each
-    coordinate takes whatever is left (a partial atom needs no exact extent)."""
+def _canonical(rows: int, k: int, row_modes: Modes, col_modes: Modes) -> Layout:
+    """The (rows, k) tile of the `Layout` whose two modes are ``row_modes`` and ``col_modes``
+    (one (extent, stride) is an integer mode; more are a tuple). The tile may be a window of
+    it: a partial swizzle atom, whose last mode's coordinate takes what is left, as in CuTe."""
+    def mode(pairs: Modes) -> tuple:
+        shape, stride = zip(*((int(e), int(s)) for e, s in pairs))
+        return (shape, stride) if len(pairs) > 1 else (shape[0], stride[0])
 
-    def __init__(self, shape: tuple[int, int], row_modes: Modes, col_modes: Modes,
-                 start: int = 0) -> None:
-        self.shape = (int(shape[0]), int(shape[1]))
-        self.row_modes = tuple((int(e), int(s)) for e, s in row_modes)
-        self.col_modes = tuple((int(e), int(s)) for e, s in col_modes)
-        self.start = int(start)
-        offsets = self.offsets()
-        self._capacity = int(offsets.max()) + 1 if offsets.size else 0
-
-    @property
-    def capacity(self) -> int:
-        return self._capacity
-
-    @staticmethod
-    def _split(index: np.ndarray, modes: tuple[tuple[int, int], ...]) -> np.ndarray:
-        out = np.zeros_like(index)
-        for extent, stride in modes[:-1]:
-            out += index % extent * stride
-            index = index // extent
-        return out + index * modes[-1][1]
-
-    def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
-        return self.start + self._split(row, self.row_modes) + self._split(col, self.col_modes)
-
-    def __str__(self) -> str:
-        def part(modes: tuple[tuple[int, int], ...], i: int) -> str:
-            items = [str(m[i]) for m in modes]
-            return items[0] if len(items) == 1 else f"({','.join(items)})"
-
-        text = (f"({part(self.row_modes, 0)},{part(self.col_modes, 0)}):"
-                f"({part(self.row_modes, 1)},{part(self.col_modes, 1)})")
-        return f"{self.start} + {text}" if self.start else text
-
-    def __repr__(self) -> str:
-        return f"StridedLayout({self.shape}, {self.row_modes}, {self.col_modes}, {self.start})"
+    (rs, rd), (cs, cd) = mode(row_modes), mode(col_modes)
+    return Layout._window((rs, cs), (rd, cd), (rows, k))
 
 
 def _element_swizzle(mode: SwizzleMode, element_bytes: int) -> Swizzle:
@@ -291,8 +260,9 @@ def _element_swizzle(mode: SwizzleMode, element_bytes: int) -> Swizzle:
 class DescriptorLayout(Swizzled):
     """What one wgmma reads through a descriptor: (row, k) -> shared-memory byte.
 
-    A `Swizzled` layout: a `StridedLayout` (CuTe's canonical form with the descriptor's LBO
-    and SBO) under the mode's XOR swizzle, in elements counted from ``origin``, the byte
+    A `Swizzled` layout: a `Layout` (CuTe's canonical form with the descriptor's LBO and
+    SBO), offset by where the tile starts in its pattern, under the mode's XOR swizzle, in
+    elements counted from ``origin``, the byte
     address where the swizzle pattern that holds the tile starts. The swizzle acts on the
     absolute address, as in CuTe's ``smem_ptr`` composition, so ``origin`` is aligned to the
     pattern's repeat (shifted by ``base_offset`` 128-byte lines); ``address(row, k) = origin +
@@ -347,8 +317,8 @@ class DescriptorLayout(Swizzled):
                         f"{name} {value} is not a multiple of the {repeat}-byte {mode} swizzle "
                         f"atom: with {self.major}-major {mode} swizzle it steps {what}, which "
                         f"must start whole atoms (PTX: the matrix is made of swizzle atoms)")
-        linear = StridedLayout((rows, k), row_modes, col_modes, lead // e)
-        super().__init__(linear, _element_swizzle(mode, e))
+        super().__init__(_canonical(rows, k, row_modes, col_modes), _element_swizzle(mode, e),
+                         lead // e)
         if check:
             self._check_one_to_one()
         top = self.origin + self.capacity * e
@@ -386,10 +356,10 @@ class DescriptorLayout(Swizzled):
                 f"{self.major!r}, rows={self.shape[0]})")
 
     def __str__(self) -> str:
-        return f"{self.swizzle} o {self.layout} (elements from 0x{self.origin:x})"
+        return f"{super().__str__()} (elements from 0x{self.origin:x})"
 
 
-def _draw(layout: Layout, element_bytes: int, line_bytes: int, lines_per_block: int) -> str:
+def _draw(layout: TileLayout, element_bytes: int, line_bytes: int, lines_per_block: int) -> str:
     if line_bytes % 16 or line_bytes <= 0:
         raise ValueError(f"line_bytes must be a positive multiple of 16, got {line_bytes}")
     return render_layout(layout, 16 // element_bytes,
@@ -418,7 +388,7 @@ class DescriptorTile:
     major: str
     swizzle: SwizzleMode
     start: int
-    layout: Layout
+    layout: TileLayout
     descriptors: tuple[MatrixDescriptor, ...]
 
     @property
@@ -544,7 +514,7 @@ def canonical_tile(rows: int, k: int, element: int | str, major: str = "K",
             lbo, sbo = atoms * repeat, repeat
         kgroup = sbo if mode else lbo  # bytes between 8-row groups along K
         starts = [start + 2 * i * kgroup for i in range(k // step)]
-    layout = Swizzled(StridedLayout((rows, k), rm, cm), _element_swizzle(mode, e))
+    layout = Swizzled(_canonical(rows, k, rm, cm), _element_swizzle(mode, e))
     if start + layout.capacity * e > WINDOW:
         raise DescriptorError(f"the tile at 0x{start:x} spans {layout.capacity * e} bytes, "
                               f"beyond the 256 KiB a descriptor can address")

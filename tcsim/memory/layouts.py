@@ -1,18 +1,22 @@
 """Shared-memory layouts: functions from a tile's logical (row, col) to an element offset.
 
-This module owns CuTe's `Swizzle` (an XOR of two bit fields of an offset), the plain
-`RowMajor` and `ColumnMajor` tiles (optionally padded), `Swizzled` (a swizzle applied on top
-of any layout), CUTLASS's tensor-op multiplicand layouts for 128-bit accesses
-(include/cutlass/layout/tensor_op_multiplicand_sm75.h), and `visualize_layout`, which prints a
-layout as CUTLASS's examples/03_visualize_layout does.
+This module owns CuTe's two ideas, `Layout` (shape:stride, hierarchical, printed as CuTe
+prints it: ``((8,8),16):((64,512),1)``) and `Swizzle` (an XOR of two bit fields of an offset),
+and their composition `Swizzled` (CuTe's ComposedLayout). The named layouts are built on them:
+`RowMajor` and `ColumnMajor` tiles (optionally padded) are Layouts ``(rows,cols):(cols+pad,1)``
+and ``(rows,cols):(1,rows+pad)``, and a wgmma descriptor's tile (`tcsim.memory.descriptors`)
+is a Swizzled Layout in CuTe's canonical form. CUTLASS's tensor-op multiplicand layouts for
+128-bit accesses (include/cutlass/layout/tensor_op_multiplicand_sm75.h) keep CUTLASS's own
+arithmetic; all of them are `TileLayout`s. `visualize_layout` prints a layout as CUTLASS's
+examples/03_visualize_layout does.
 
 Every offset function is vectorized: give numpy arrays of rows and columns and get an array of
 offsets back, so a whole tile, or the 32 lane addresses that `tcsim.memory.access` counts, is
-one call. Offsets count elements; `Layout.byte_address` scales them to bytes.
-"""
+one call. Offsets count elements; `TileLayout.byte_address` scales them to bytes."""
 
 from __future__ import annotations
 
+import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -36,6 +40,7 @@ __all__ = [
     "TensorOpMultiplicand",
     "TensorOpMultiplicandCongruous",
     "TensorOpMultiplicandCrosswise",
+    "TileLayout",
     "render_layout",
     "visualize_layout",
 ]
@@ -131,8 +136,10 @@ class Swizzle:
 # --------------------------------------------------------------------------------------------
 
 
-class Layout(ABC):
-    """A tile of ``shape = (rows, cols)`` elements in shared memory.
+class TileLayout(ABC):
+    """Any layout of a tile of ``shape = (rows, cols)`` elements in shared memory: a function
+    from (row, col) to an element offset (a CuTe `Layout`, a `Swizzled` one, CUTLASS's
+    tensor-op layouts, a wgmma descriptor's).
 
     ``offset(row, col)`` is the element's offset from the tile's start; ``capacity`` is how
     many elements of storage the tile spans (what to allocate). Subclasses implement
@@ -140,6 +147,11 @@ class Layout(ABC):
     """
 
     shape: tuple[int, int]
+
+    @property
+    def extent(self) -> tuple[int, int]:
+        """(rows, cols) of the tile: ``shape`` here; a hierarchical `Layout` sums its modes."""
+        return self.shape
 
     @property
     @abstractmethod
@@ -158,7 +170,7 @@ class Layout(ABC):
         except ValueError:
             raise ValueError(f"row of shape {r.shape} and col of shape {c.shape} do not "
                              f"broadcast") from None
-        rows, cols = self.shape
+        rows, cols = self.extent
         bad = (r < 0) | (r >= rows) | (c < 0) | (c >= cols)
         if bad.any():
             i = np.flatnonzero(bad.ravel())[0]
@@ -170,10 +182,11 @@ class Layout(ABC):
         return int(out) if out.ndim == 0 else out
 
     def offsets(self) -> np.ndarray:
-        """Offsets of the whole tile: an int64 array of ``shape``."""
-        check_memory(_OFFSETS_BYTES * self.shape[0] * self.shape[1],
-                     f"{self!r}.offsets() of {self.shape[0]}x{self.shape[1]} elements")
-        r, c = np.indices(self.shape, dtype=np.int64)
+        """Offsets of the whole tile: an int64 array of ``extent``."""
+        rows, cols = self.extent
+        check_memory(_OFFSETS_BYTES * rows * cols,
+                     f"{self!r}.offsets() of {rows}x{cols} elements")
+        r, c = np.indices((rows, cols), dtype=np.int64)
         return self._offset(r, c)
 
     def byte_address(self, row: ArrayLike, col: ArrayLike, element_bytes: int,
@@ -196,90 +209,312 @@ class Layout(ABC):
                              f"may span at most 2**63")
 
 
+# --------------------------------------------------------------------------------------------
+# CuTe's Layout: shape:stride
+# --------------------------------------------------------------------------------------------
+
+IntTuple = int | tuple["IntTuple", ...]  # CuTe's IntTuple: an int, or a tuple of IntTuples
+
+
+def _int_tuple(value, what: str, minimum: int) -> IntTuple:
+    """``value`` (an int, or a tuple or list of them, nested) as nested tuples of ints, each
+    at least ``minimum`` (TypeError for a non-integer, ValueError for an empty tuple or an
+    integer out of range)."""
+    if isinstance(value, (tuple, list)):
+        if not value:
+            raise ValueError(f"{what} has an empty mode (); a mode is an integer or a tuple of "
+                             f"modes")
+        return tuple(_int_tuple(v, f"{what}[{i}]", minimum) for i, v in enumerate(value))
+    return integer(value, what, minimum=minimum, maximum=INT64_LIMIT - 1)
+
+
+def _leaves(t: IntTuple) -> list[int]:
+    return [x for item in t for x in _leaves(item)] if isinstance(t, tuple) else [t]
+
+
+def _product(t: IntTuple) -> int:
+    return math.prod(_leaves(t))
+
+
+def _text(t: IntTuple) -> str:
+    """CuTe's printing: ``(8,(2,4))``, no spaces."""
+    return f"({','.join(map(_text, t))})" if isinstance(t, tuple) else str(t)
+
+
+def _congruent(shape: IntTuple, stride: IntTuple, where: str = "") -> None:
+    """Refuse a stride that does not have the shape's profile (CuTe: "Mismatched Ranks")."""
+    if isinstance(shape, tuple) != isinstance(stride, tuple) or (
+            isinstance(shape, tuple) and len(shape) != len(stride)):
+        raise ValueError(f"shape {_text(shape)} and stride {_text(stride)}"
+                         f"{f' (mode {where})' if where else ''} differ in rank: a stride has "
+                         f"one entry per shape entry, nested alike")
+    if isinstance(shape, tuple):
+        for i, (s, d) in enumerate(zip(shape, stride)):
+            _congruent(s, d, f"{where}{i}" if not where else f"{where},{i}")
+
+
+def _compact_left(shape: IntTuple, step: int = 1) -> tuple[IntTuple, int]:
+    """CuTe's LayoutLeft compact strides (column-major, first mode fastest) and the next step."""
+    if not isinstance(shape, tuple):
+        return step, step * shape
+    strides = []
+    for mode in shape:
+        stride, step = _compact_left(mode, step)
+        strides.append(stride)
+    return tuple(strides), step
+
+
+def _crd2idx(crd: np.ndarray | tuple, shape: IntTuple, stride: IntTuple) -> np.ndarray:
+    """CuTe's crd2idx: a hierarchical coordinate (a tuple congruent with ``shape``) or an
+    integer one (int64 array) split colexicographically, first mode fastest; the last mode
+    takes what is left, without a modulus, as in CuTe."""
+    if not isinstance(shape, tuple):
+        return crd * stride
+    if isinstance(crd, tuple):
+        return sum(_crd2idx(c, s, d) for c, s, d in zip(crd, shape, stride))
+    out = np.zeros_like(crd)
+    for s, d in zip(shape[:-1], stride[:-1]):
+        size = _product(s)
+        out = out + _crd2idx(crd % size, s, d)
+        crd = crd // size
+    return out + _crd2idx(crd, shape[-1], stride[-1])
+
+
+class Layout(TileLayout):
+    """CuTe's ``Layout<Shape, Stride>``: a function from coordinates to an offset, the sum of
+    each coordinate times its stride.
+
+    ``shape`` and ``stride`` are IntTuples, nested alike: ``Layout((4, 2), (1, 4))`` is CuTe's
+    ``(4,2):(1,4)``, four rows by two columns in column-major order;
+    ``Layout(((8, 8), 16), ((64, 512), 1))`` has rows in two modes (8 rows 64 apart, then 8
+    groups 512 apart). Without ``stride`` the strides are compact and column-major (CuTe's
+    ``make_layout(shape)``, LayoutLeft). Shapes are positive integers, strides non-negative
+    ones (a shared-memory offset is never negative); a stride that does not have the shape's
+    profile is a ValueError.
+
+    ``layout(i)`` takes one index in ``range(size)``, split colexicographically (first mode
+    fastest), ``layout(c0, c1, ...)`` one coordinate per mode, each an integer (array) or a
+    tuple congruent with its mode; ``size`` is the domain, ``cosize`` the codomain (last offset
+    + 1). A rank-2 layout is a tile (the `TileLayout` methods: ``offset(row, col)``,
+    ``offsets()``, ``capacity``, and a ``Swizzled`` on top), whose ``extent`` is the sizes of
+    its two modes. It prints as CuTe prints: ``(4,2):(1,4)``.
+    """
+
+    def __init__(self, shape: IntTuple, stride: IntTuple | None = None) -> None:
+        shape = _int_tuple(shape, "shape", 1)
+        stride = _compact_left(shape)[0] if stride is None else _int_tuple(stride, "stride", 0)
+        self._set(shape, stride)
+
+    def _set(self, shape: IntTuple, stride: IntTuple,
+             extent: tuple[int, int] | None = None) -> None:
+        _congruent(shape, stride)
+        self.shape, self.stride = shape, stride
+        self._extent = extent
+        self._check_span()
+
+    @classmethod
+    def _window(cls, shape: IntTuple, stride: IntTuple, extent: tuple[int, int]) -> Layout:
+        """A rank-2 layout whose tile is its first ``extent`` rows and columns (a partial
+        swizzle atom: the last mode's coordinate takes what is left, as in CuTe)."""
+        layout = cls.__new__(cls)
+        sizes = (_product(shape[0]), _product(shape[1]))
+        if sizes == tuple(extent):
+            extent = None
+        elif not all(0 < e <= s for e, s in zip(extent, sizes)):
+            raise ValueError(f"a {extent[0]}x{extent[1]} window is not inside "
+                             f"{_text(shape)}:{_text(stride)}")
+        layout._set(shape, stride, None if extent is None else tuple(extent))
+        return layout
+
+    @property
+    def rank(self) -> int:
+        """Top-level modes: 1 for an integer shape."""
+        return len(self.shape) if isinstance(self.shape, tuple) else 1
+
+    @property
+    def size(self) -> int:
+        """Coordinates in the domain: the product of the shape."""
+        return _product(self.shape)
+
+    @property
+    def cosize(self) -> int:
+        """One past the largest offset (CuTe's cosize): sum of (extent - 1) * stride, + 1."""
+        if not self.size:
+            return 0
+        return sum((s - 1) * d for s, d in zip(_leaves(self.shape), _leaves(self.stride))) + 1
+
+    @property
+    def extent(self) -> tuple[int, int]:
+        if self._extent is not None:
+            return self._extent
+        if self.rank != 2:
+            raise ValueError(f"{self} has rank {self.rank}: a tile's layout has rank 2 (rows, "
+                             f"cols)")
+        return _product(self.shape[0]), _product(self.shape[1])
+
+    @property
+    def capacity(self) -> int:
+        """Elements the tile spans: the cosize (of the window's offsets, for a window)."""
+        if self._extent is None:
+            return self.cosize
+        tops = [int(_crd2idx(np.arange(n, dtype=np.int64), s, d).max())
+                for n, s, d in zip(self._extent, self.shape, self.stride)]
+        return sum(tops) + 1
+
+    def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
+        return (_crd2idx(row, self.shape[0], self.stride[0])
+                + _crd2idx(col, self.shape[1], self.stride[1]))
+
+    def __call__(self, *coords) -> Offset:
+        """The offset of one index (``layout(i)``, i in ``range(size)``) or of one coordinate
+        per mode (``layout(r, c)``); a tuple is a hierarchical coordinate, a list or an array
+        holds many coordinates (they broadcast, and give an int64 array)."""
+        if len(coords) == 1:
+            shape, stride, crd = (self.shape,), (self.stride,), coords
+        elif len(coords) == self.rank and isinstance(self.shape, tuple):
+            shape, stride, crd = self.shape, self.stride, coords
+        else:
+            raise ValueError(f"{self} takes one index or {self.rank} coordinates (one per "
+                             f"mode), got {len(coords)}")
+        checked = [_coordinate(c, s, f"coordinate {i}") for i, (c, s) in
+                   enumerate(zip(crd, shape))]
+        arrays = [a for c in checked for a in _leaves_of(c)]
+        try:
+            np.broadcast_shapes(*(a.shape for a in arrays))
+        except ValueError:
+            raise ValueError(f"{self}: coordinate arrays of shapes "
+                             f"{[a.shape for a in arrays]} do not broadcast") from None
+        out = np.asarray(sum(_crd2idx(c, s, d) for c, s, d in zip(checked, shape, stride)))
+        return int(out) if out.ndim == 0 else out
+
+    def __str__(self) -> str:
+        return f"{_text(self.shape)}:{_text(self.stride)}"
+
+    def __repr__(self) -> str:
+        window = "" if self._extent is None else f"[:{self._extent[0]}, :{self._extent[1]}]"
+        return f"Layout({_text(self.shape)}, {_text(self.stride)}){window}"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Layout) and type(other) is type(self)
+                and (self.shape, self.stride, self._extent, self.capacity)
+                == (other.shape, other.stride, other._extent, other.capacity))
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.shape, self.stride, self._extent))
+
+
+def _coordinate(crd, shape: IntTuple, what: str):
+    """A coordinate of a mode of ``shape``, checked: an integer (array) in ``range(size)``,
+    or a tuple congruent with the mode whose entries are in range."""
+    if isinstance(crd, tuple):
+        if not isinstance(shape, tuple) or len(crd) != len(shape):
+            raise ValueError(f"{what} {crd!r} is not congruent with its mode {_text(shape)}")
+        return tuple(_coordinate(c, s, f"{what}[{i}]") for i, (c, s) in
+                     enumerate(zip(crd, shape)))
+    arr = _as_int_array(crd, what)
+    size = _product(shape)
+    bad = (arr < 0) | (arr >= size)
+    if bad.any():
+        value = int(arr.ravel()[np.flatnonzero(bad.ravel())[0]])
+        raise ValueError(f"{what} {value} is outside its mode {_text(shape)} "
+                         f"(0 to {size - 1})")
+    return arr
+
+
+def _leaves_of(crd) -> list[np.ndarray]:
+    return [a for c in crd for a in _leaves_of(c)] if isinstance(crd, tuple) else [crd]
+
+
 class RowMajor(Layout):
-    """Row ``r`` starts at ``r * (cols + pad)``: CUTLASS's ``RowMajor`` with ldm = cols + pad.
+    """Row ``r`` starts at ``r * (cols + pad)``: CUTLASS's ``RowMajor`` with ldm = cols + pad,
+    the `Layout` ``(rows,cols):(cols+pad,1)``.
 
     Padding is the classic cure for bank conflicts: with 64 f16 per row plus a pad of 8, the 8
     rows an ldmatrix phase reads start 16 bytes apart in the banks instead of all in bank 0.
+    The capacity counts the last row's pad too (rows * (cols + pad)), as CUTLASS's does.
     """
 
     def __init__(self, rows: int, cols: int, pad: int = 0) -> None:
-        self.shape = (_count(rows, "rows"), _count(cols, "cols"))
+        rows, cols = _count(rows, "rows"), _count(cols, "cols")
         self.pad = _count(pad, "pad")
-        self._check_span()
+        self._set((rows, cols), (cols + self.pad, 1))
 
     @property
     def pitch(self) -> int:
         """Elements from the start of one row to the next (CUTLASS's ldm)."""
-        return self.shape[1] + self.pad
+        return self.stride[0]
 
     @property
     def capacity(self) -> int:
         return self.shape[0] * self.pitch
-
-    def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
-        return row * self.pitch + col
 
     def __repr__(self) -> str:
         return f"RowMajor({self.shape[0]}, {self.shape[1]}, pad={self.pad})"
 
 
 class ColumnMajor(Layout):
-    """Column ``c`` starts at ``c * (rows + pad)``: CUTLASS's ``ColumnMajor``, ldm = rows + pad."""
+    """Column ``c`` starts at ``c * (rows + pad)``: CUTLASS's ``ColumnMajor``, ldm = rows + pad,
+    the `Layout` ``(rows,cols):(1,rows+pad)``."""
 
     def __init__(self, rows: int, cols: int, pad: int = 0) -> None:
-        self.shape = (_count(rows, "rows"), _count(cols, "cols"))
+        rows, cols = _count(rows, "rows"), _count(cols, "cols")
         self.pad = _count(pad, "pad")
-        self._check_span()
+        self._set((rows, cols), (1, rows + self.pad))
 
     @property
     def pitch(self) -> int:
         """Elements from the start of one column to the next (CUTLASS's ldm)."""
-        return self.shape[0] + self.pad
+        return self.stride[1]
 
     @property
     def capacity(self) -> int:
         return self.shape[1] * self.pitch
 
-    def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
-        return col * self.pitch + row
-
     def __repr__(self) -> str:
         return f"ColumnMajor({self.shape[0]}, {self.shape[1]}, pad={self.pad})"
 
 
-class Swizzled(Layout):
-    """``swizzle(layout.offset(row, col))``: CuTe's composition of a Swizzle after a layout.
+class Swizzled(TileLayout):
+    """``swizzle(offset + layout.offset(row, col))``: CuTe's ``ComposedLayout`` of a Swizzle
+    after an offset after a layout (any `TileLayout`).
 
     The swizzle acts on element offsets, so pick ``base`` for the element size: for f16,
     ``Swizzle(3, 3, 3)`` keeps 8-element (16-byte) vectors whole and XORs the row index mod 8
     (offset bits 6..8 of a 64-element row) into the vector's index within its 128-byte row.
+    ``offset`` (elements, default 0) is where the layout starts inside the swizzle's pattern.
     """
 
-    def __init__(self, layout: Layout, swizzle: Swizzle) -> None:
-        if not isinstance(layout, Layout):
+    def __init__(self, layout: TileLayout, swizzle: Swizzle, offset: int = 0) -> None:
+        if not isinstance(layout, TileLayout):
             raise TypeError(f"Swizzled takes a Layout (RowMajor(rows, cols), ...), got "
                             f"{layout!r}")
         if not isinstance(swizzle, Swizzle):
             raise TypeError(f"Swizzled takes a Swizzle (Swizzle(3, 3, 3), ...), got {swizzle!r}")
         self.layout = layout
         self.swizzle = swizzle
-        self.shape = layout.shape
-        self._capacity = layout.capacity  # until the swizzled offsets say more
+        self.start = integer(offset, "offset", minimum=0)
+        self.shape = layout.extent
+        self._capacity = self.start + layout.capacity  # until the swizzled offsets say more
+        self._check_span()
         offsets = self.offsets()
         top = int(offsets.max()) + 1 if offsets.size else 0
-        self._capacity = max(layout.capacity, top)
+        self._capacity = max(self._capacity, top)
 
     @property
     def capacity(self) -> int:
-        """The inner layout's capacity, or more if the swizzle moves an offset past it."""
+        """The offset layout's capacity, or more if the swizzle moves an offset past it."""
         return self._capacity
 
     def _offset(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
-        return self.swizzle(self.layout._offset(row, col))
+        return self.swizzle(self.start + self.layout._offset(row, col))
+
+    def __str__(self) -> str:
+        start = f"{self.start} + " if self.start else ""
+        return f"{self.swizzle} o {start}{self.layout}"
 
     def __repr__(self) -> str:
-        return f"Swizzled({self.layout!r}, {self.swizzle!r})"
+        start = f", offset={self.start}" if self.start else ""
+        return f"Swizzled({self.layout!r}, {self.swizzle!r}{start})"
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,7 +526,7 @@ _LINE_VECTORS = 8  # kTileShapeContiguous = 128 bytes / 16-byte access
 _PARTITION = 4  # PartitionShape = PitchLinearShape<4, 4>, in vectors
 
 
-class TensorOpMultiplicand(Layout):
+class TensorOpMultiplicand(TileLayout):
     """CUTLASS ``layout::TensorOpMultiplicand<ElementSize, Crosswise>``.
 
     The shared-memory layout of CUTLASS's Turing/Ampere tensor-op GEMMs: every thread moves
@@ -500,7 +735,7 @@ _NAME = re.compile(r"([A-Za-z]\w*)(?:<(\d+),(\d+)>)?")
 
 
 def _layout_for(name: str, extent: tuple[int, int],
-                stride: int | None) -> tuple[Layout, bool]:
+                stride: int | None) -> tuple[TileLayout, bool]:
     """The layout 03_visualize_layout builds for ``name`` and ``extent`` (given in CUTLASS's
     TensorCoord order), and whether its coordinates are pitch-linear (contiguous, strided)."""
     if not isinstance(name, str):
@@ -569,7 +804,7 @@ def visualize_layout(name: str, extent: Sequence[int] = (32, 8), vectorize: int 
     return _render(layout, pitch_linear, vectorize, per_line, lines_per_block, name)
 
 
-def render_layout(layout: Layout, vectorize: int = 1,
+def render_layout(layout: TileLayout, vectorize: int = 1,
                   output_shape: int | Sequence[int] = (16, 8), pitch_linear: bool = False) -> str:
     """`visualize_layout`'s picture of any Layout object (a composed or descriptor layout that
     has no CUTLASS name): storage in offset order, each element showing the (row, col) it
@@ -587,12 +822,12 @@ def _print_shape(vectorize: int, output_shape: int | Sequence[int]) -> tuple[int
     return per_line, lines_per_block
 
 
-def _render(layout: Layout, pitch_linear: bool, vectorize: int, per_line: int,
+def _render(layout: TileLayout, pitch_linear: bool, vectorize: int, per_line: int,
             lines_per_block: int, name: str) -> str:
-    check_memory(_RENDER_BYTES * max(layout.capacity, layout.shape[0] * layout.shape[1]),
+    check_memory(_RENDER_BYTES * max(layout.capacity, math.prod(layout.extent)),
                  f"printing {name}")
     # Which logical coordinate each storage element holds (-1: none), in TensorCoord order.
-    rows, cols = np.indices(layout.shape, dtype=np.int64)
+    rows, cols = np.indices(layout.extent, dtype=np.int64)
     coord = (cols, rows) if pitch_linear else (rows, cols)
     offsets = layout.offsets().ravel()
     capacity = layout.capacity

@@ -111,15 +111,6 @@ class Explanation:
         lines.append(f"  next: {self.advice}")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><td>{u}</td><td>{s * 1e3:.3f} ms</td>"
-                       f"<td>{s / self.seconds:.0%}</td></tr>"
-                       for u, s in [*self.units.items(), ("latency", self.latency)])
-        return (f"<b>{self.kernel}</b> {self.problem} on {self.gpu}: "
-                f"<b>{self.seconds * 1e3:.3f} ms</b>, limited by <b>{self.limiter}</b><br>"
-                f"{self.reason}<table><tr><th>unit</th><th>time</th><th>share</th></tr>{rows}"
-                f"</table>next: {self.advice}")
-
 
 def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) -> Explanation:
     """Predict ``trace``'s kernel's time on ``gpu`` (see the module docstring): the `Kernel`

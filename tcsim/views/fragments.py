@@ -70,3 +70,8 @@ def fragment_html(frag: FragmentMap) -> str:
     return (f"<div><b>{escape(frag.name)}</b>: {frag.rows}x{frag.cols} {frag.format.name}, "
             f"{frag.registers} register(s) per lane<table style='border-collapse:collapse'>"
             f"<tr><th></th>{head}</tr>{''.join(rows)}</table></div>")
+
+
+def warpgroup_fragment_html(frag: FragmentMap) -> str:
+    """A wgmma fragment (128 lanes, more than `lane_color` tells apart) as its text table."""
+    return "<pre>" + escape(frag.table(), False) + "</pre>"

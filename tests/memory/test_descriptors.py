@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tcsim.memory import (
     DescriptorError,
     DescriptorLayout,
+    Layout,
     MatrixDescriptor,
     RowMajor,
     Swizzle,
@@ -28,7 +29,7 @@ from tcsim.memory import (
     SwizzleMode,
     canonical_tile,
 )
-from tcsim.memory.descriptors import WINDOW, StridedLayout
+from tcsim.memory.descriptors import WINDOW
 
 MODES = [SwizzleMode.NONE, SwizzleMode.B32, SwizzleMode.B64, SwizzleMode.B128]
 
@@ -421,7 +422,7 @@ def test_descriptor_layout_is_cutes_canonical_form(major, e, mode, start, lbo, s
 def test_descriptor_layout_composes_from_the_layouts_module():
     layout = MatrixDescriptor(1024 + 64, 16, 1024, 0, "128B").layout("f16", rows=64)
     assert isinstance(layout, DescriptorLayout) and isinstance(layout, Swizzled)
-    assert isinstance(layout.layout, StridedLayout)
+    assert isinstance(layout.layout, Layout)  # CuTe's shape:stride, the public type
     assert layout.swizzle == Swizzle(3, 3, 3)  # Swizzle<3,4,3> on bytes, counted in f16
     assert str(layout) == "Swizzle<3,3,3> o 32 + ((8,8),16):((64,512),1) (elements from 0x400)"
     # byte address = origin + 2 * offset, and the offset is Swizzle<3,3,3> of the strided one

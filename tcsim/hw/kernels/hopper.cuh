@@ -273,25 +273,11 @@ extern __shared__ __align__(1024) unsigned char hopper_shared[];
 #ifndef EPILOGUE_BATCH
 #define EPILOGUE_BATCH 8
 #endif
-// Timing bounds, not kernels (scripts/explore_epilogue.py): EXPLORE_NO_C skips the epilogue's
-// C loads (D then ignores C, the contract only when beta is 0 and C finite).
-#ifndef EXPLORE_NO_C
-#define EXPLORE_NO_C 0
+// A hook for benchmarks, not a kernel switch: benchmarks/cuda/explore.cuh defines it to take a
+// part (C_LOADS, D_STORES, EPILOGUE, MMA) out and time the rest; by default every part stays.
+#ifndef TIMING_KEEP
+#define TIMING_KEEP(part, alpha) true
 #endif
-// EXPLORE_NO_D drops kernel8's D stores (and the arithmetic only they use), EXPLORE_NO_EPILOGUE
-// the whole epilogue, both behind a test of alpha that never holds.
-#ifndef EXPLORE_NO_D
-#define EXPLORE_NO_D 0
-#endif
-#ifndef EXPLORE_NO_EPILOGUE
-#define EXPLORE_NO_EPILOGUE 0
-#endif
-// EXPLORE_NO_MMA: the consumers issue no wgmma (the tiles still arrive and are released): the
-// kernel is its TMA copies alone (bench_gpu_constants.py's tma_gemm_feed times them).
-#ifndef EXPLORE_NO_MMA
-#define EXPLORE_NO_MMA 0
-#endif
-#define EXPLORE_NEVER(alpha) ((alpha) == 12345.0f)
 // kernel9: C and D pass through shared memory in whole 128-byte lines. Each consumer warp has
 // a staging buffer of 16 rows x 128 bytes (64 columns), 16-byte chunk c of row r at c ^ (r % 8),
 // after the barriers (tcsim.kernels.params.GemmParams.staging_offset).
@@ -351,7 +337,7 @@ struct EpilogueAt {
 
 __device__ __forceinline__ uint32_t load_c(const uint16_t* __restrict__ C, const EpilogueAt& e,
                                            int j, int N) {
-  return EXPLORE_NO_C ? 0u : ld_global_b32(C + e.at(j, N));
+  return TIMING_KEEP(C_LOADS, 0.0f) ? ld_global_b32(C + e.at(j, N)) : 0u;
 }
 
 // D's word j of the thread's accumulators (columns 8 (j / 2) + 2 (lane % 4), row half j % 2)
@@ -371,7 +357,7 @@ __device__ __forceinline__ uint32_t epilogue_at(const acc_t (&acc)[ACC_REGS], in
 __device__ __forceinline__ void epilogue_word(const acc_t (&acc)[ACC_REGS], int j, uint32_t c,
                                               const EpilogueAt& e, uint16_t* __restrict__ D,
                                               float alpha, float beta, int N) {
-  if (!EXPLORE_NO_D || EXPLORE_NEVER(alpha))
+  if (TIMING_KEEP(D_STORES, alpha))
     st_global_b32(D + e.at(j, N), epilogue_at(acc, j, c, alpha, beta));
 }
 
@@ -647,14 +633,12 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
                      b = base + s * STAGE_BYTES + A_STAGE_BYTES;
       fence_registers(acc);
       wgmma_fence();
-#if !EXPLORE_NO_MMA
+      if (TIMING_KEEP(MMA, alpha)) {
 #pragma unroll
-      for (int kk = 0; kk < BK / 16; kk++)  // A: 32 bytes along its 128-byte rows; B: 16 rows
-        wgmma_tile(acc, descriptor(a + kk * 32, 16, 1024),
-                   descriptor(b + kk * 16 * 128, B_BOX_BYTES, 1024));
-#else
-      (void)a, (void)b;
-#endif
+        for (int kk = 0; kk < BK / 16; kk++)  // A: 32 bytes along its 128-byte rows; B: 16 rows
+          wgmma_tile(acc, descriptor(a + kk * 32, 16, 1024),
+                     descriptor(b + kk * 16 * 128, B_BOX_BYTES, 1024));
+      }
       wgmma_commit();
 #if TMA_STORE_EPILOGUE
       // C's first boxes (none with beta 0), once the last tile's stores have read them
@@ -691,7 +675,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
                          base + STAGING_OFFSET + (consumer * 4 + warp) * STAGING_WARP_BYTES,
                          row * BM + consumer * CONSUMER_M + warp * 16, col * BN);
 #else
-    if (!EXPLORE_NO_EPILOGUE || EXPLORE_NEVER(alpha)) epilogue_tile(acc, at, C, D, alpha, beta, N);
+    if (TIMING_KEEP(EPILOGUE, alpha)) epilogue_tile(acc, at, C, D, alpha, beta, N);
 #endif
   }
 #if TMA_STORE_EPILOGUE

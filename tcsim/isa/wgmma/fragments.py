@@ -87,9 +87,6 @@ class WarpgroupFragment(FragmentMap):
     def batch_last_elements(self, matrix_bits: np.ndarray) -> np.ndarray:
         return matrix_bits[self.coords[..., 0], self.coords[..., 1]]
 
-    def _repr_html_(self) -> str:  # tcsim.views.fragments colours 32 lanes
-        return "<pre>" + self.table() + "</pre>"
-
     def __repr__(self) -> str:
         return f"<WarpgroupFragment {self.name}: {self.rows}x{self.cols} {self.format.name}>"
 
