@@ -110,6 +110,8 @@ class Kernel:
                "MIN_BLOCKS": dict(self.blocks_per_sm)[p.accumulate]}
         if p.producers:
             out["CONSUMERS"] = p.consumers
+            out["IN_BF16"] = int(p.inputs == "bf16")
+            out["OUT_BF16"] = int(p.output == "bf16")
             out["GROUP_M"] = p.group_m
             out["STAGED_EPILOGUE"] = p.staged_epilogue
             if p.store_buffers:
