@@ -60,6 +60,8 @@ typedef uint32_t acc_t;  // f16x2
 #ifndef PLANT_DESCRIPTOR_SWIZZLE  // descriptors say 64-byte swizzle, the tiles have 128
 #define PLANT_DESCRIPTOR_SWIZZLE 0
 #endif
+// PLANT_NO_EDGE_FILL changes no device code: the host's tensor maps (tcsim.kernels.planted)
+// describe A and B padded to whole tiles, so edge boxes read past the matrices, unfilled.
 #ifndef PLANT_NO_STORE_WAIT  // kernel10 refills a buffer before its TMA store has read it
 #define PLANT_NO_STORE_WAIT 0
 #endif
