@@ -127,6 +127,8 @@ class HopperInstructions:
                 f"{self.kernel} site {site!r}: {operand}'s tensor map has rows of "
                 f"{tensor_map.cols} elements, but {operand} is {nrows}x{ncols}: every row "
                 "after the first is read at the wrong place", site=site)
+        if tensor_map.rows <= nrows:  # every element the map holds is the matrix's
+            return
         elements, inside = tensor_map.box_elements(rows, cols)
         past = inside & (elements >= nrows * ncols)
         if past.any():

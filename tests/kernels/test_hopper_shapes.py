@@ -199,3 +199,11 @@ def test_tma_bytes_are_the_elements_inside(name):
     if name == "kernel7":  # the predicated epilogue: 8 rows of 16 bytes a request
         stores = totals["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"]
         assert stores == -(-M // 8) * (N // 8)
+
+
+def test_explain_takes_ragged_bf16_traces():
+    """The speed model has a rate for wgmma .bf16 (f16's) and counts the padded work."""
+    ragged = tcsim.trace("kernel10", 1000, 776, 1000, beta=1.0, accumulate="f32",
+                         inputs="bf16", output="bf16")
+    whole = tcsim.trace("kernel10", 1024, 1024, 1024, beta=1.0, accumulate="f32")
+    assert ragged.explain().seconds == pytest.approx(whole.explain().seconds, rel=0.2)
