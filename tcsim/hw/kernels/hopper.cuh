@@ -598,8 +598,9 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
 #if TMA_STORE_EPILOGUE
   const uint32_t c_full = empty + 8 * STAGES;
 #endif
-  const int warpgroup = threadIdx.x / WARPGROUP, k_tiles = (K + BK - 1) / BK;
-  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+  // ceil-divided without overflow (M, N, K >= 1): a ragged edge is a partial tile
+  const int warpgroup = threadIdx.x / WARPGROUP, k_tiles = (K - 1) / BK + 1;
+  const int tiles_m = (M - 1) / BM + 1, tiles_n = (N - 1) / BN + 1, tiles = tiles_m * tiles_n;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarrier_init(full + 8 * s, 1);  // the producer's arrive.expect_tx; TMA does the rest
