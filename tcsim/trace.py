@@ -2,8 +2,10 @@
 
 The tracer is symbolic. Shared-memory addresses do not depend on the block's position, and
 global sector counts do not either while every block and K-tile shift is a multiple of 32
-bytes (checked), so it runs one block. The K loop repeats itself: the tracer visits its first,
-one middle and its last iteration and weighs the middle one by the iterations it stands for.
+bytes (checked), so it runs one block (on a ragged shape of a TMA kernel, one of each kind:
+inside, on the last row or column of tiles, in the corner, each weighed by how many there
+are). The K loop repeats itself: the tracer visits its first, one middle and its last
+iteration and weighs the middle one by the iterations it stands for.
 Within an instruction, the warps' and tiles' address patterns are deduplicated up to a shift
 by 128 bytes (which moves no access to another bank) before they are counted. So the cost of
 a trace does not grow with M * N * K.
