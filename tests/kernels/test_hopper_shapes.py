@@ -102,6 +102,25 @@ def test_bf16_inputs(name, output, shape, rng):
     assert within_error(D, A, B, C, alpha, beta, "f32", output)
 
 
+# persistent blocks with unequal tile counts, groups of block rows cut short by a ragged M,
+# narrower tiles, every mix of types
+@pytest.mark.parametrize("name, shape, params", [
+    ("kernel8", (275, 480, 176), {"block_n": 64, "persistent_blocks": 5, "inputs": "bf16"}),
+    ("kernel9", (531, 552, 112), {"block_n": 64, "persistent_blocks": 5, "group_m": 1,
+                                  "inputs": "bf16", "output": "bf16"}),
+    ("kernel10", (573, 16, 8), {"block_n": 128, "persistent_blocks": 4, "group_m": 2,
+                                "output": "bf16"}),
+    ("kernel7", (684, 272, 320), {"block_n": 192, "inputs": "bf16", "output": "bf16"}),
+])
+def test_ragged_tile_orders(name, shape, params, rng):
+    inputs, output = params.get("inputs", "f16"), params.get("output", "f16")
+    A, B, C, alpha, beta = operands(rng, *shape, inputs, output)
+    D = tcsim.run(name, A, B, C, alpha, beta, accumulate="f32", warp_n=params["block_n"],
+                  **params)
+    assert np.array_equal(D.view(np.uint16),
+                          by_hand(A, B, C, alpha, beta, inputs, output, params["block_n"]))
+
+
 def test_bf16_differs_from_f16_where_it_should(rng):
     """bf16 keeps f16's overflows finite (8 exponent bits): a product past 65504."""
     A = np.full((64, 16), 300, BF16)
