@@ -15,7 +15,8 @@ from .params import GemmParams
 
 @dataclass(frozen=True)
 class Kernel:
-    """A GEMM kernel ``D = alpha * A @ B + beta * C`` (f16 in and out) as a schedule.
+    """A GEMM kernel ``D = alpha * A @ B + beta * C`` (f16 in and out; bf16 too on the Hopper
+    rungs) as a schedule.
 
     ``program(machine, params, *tiles)`` issues the kernel's instructions on the
     shared-memory tiles that ``tiles(params)`` gives (none for a kernel without shared
