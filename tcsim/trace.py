@@ -2,8 +2,10 @@
 
 The tracer is symbolic. Shared-memory addresses do not depend on the block's position, and
 global sector counts do not either while every block and K-tile shift is a multiple of 32
-bytes (checked), so it runs one block. The K loop repeats itself: the tracer visits its first,
-one middle and its last iteration and weighs the middle one by the iterations it stands for.
+bytes (checked), so it runs one block (on a ragged shape of a TMA kernel, one of each kind:
+inside, on the last row or column of tiles, in the corner, each weighed by how many there
+are). The K loop repeats itself: the tracer visits its first, one middle and its last
+iteration and weighs the middle one by the iterations it stands for.
 Within an instruction, the warps' and tiles' address patterns are deduplicated up to a shift
 by 128 bytes (which moves no access to another bank) before they are counted. So the cost of
 a trace does not grow with M * N * K.
@@ -26,7 +28,7 @@ from .isa.wmma.spec import parse_wmma
 from .kernels import Kernel, kernel_named
 from .kernels.checks import check_mode
 from .kernels.hopper import TMA_LOAD, TMA_STORE, WGMMA
-from .kernels.machine import CP_ASYNC, LD_SHARED, ST_SHARED, Machine
+from .kernels.machine import CP_ASYNC, LD_SHARED, OFF, ST_SHARED, Machine
 from .kernels.params import GemmParams
 from .kernels.roles import run_in_turn
 from .memory.access import access, parse_instruction
@@ -285,11 +287,18 @@ class Counter:
         """How many executions one traced instruction stands for."""
         return self.blocks * self.weight
 
-    def _count_global(self, site, spelling, addresses, ptx: str = "") -> None:
+    def _count_global(self, site, spelling, addresses, ptx: str = "", active=None) -> None:
         """Count a global access's requests, 32-byte sectors and 128-byte lines (``addresses``
         in bytes; no lane's access crosses a sector). L1's data pipe moves one line of a request
-        per wavefront: the lines are its work (measured, docs/performance.md)."""
-        lanes = addresses.reshape(-1, 32) // SECTOR
+        per wavefront: the lines are its work (measured, docs/performance.md). ``active``
+        (like ``addresses``): the lanes not predicated off; a warp with none makes no request
+        (an assumption the hw tests check: docs/kernels.md, "Any shape")."""
+        lanes = addresses.reshape(-1, 32)
+        if active is not None:
+            on = np.asarray(active).reshape(-1, 32)
+            lanes = np.where(on, lanes, lanes[np.arange(len(lanes)), on.argmax(axis=1)][:, None])
+            lanes = lanes[on.any(axis=1)]
+        lanes = lanes // SECTOR
         lanes.sort(axis=1)
         sectors = _distinct(lanes)
         s = self._site(site, spelling, ptx)
@@ -421,10 +430,10 @@ class Tracer(Counter, Machine):
         self.weight, self.k = 1, None
         self.l1_held.clear()
 
-    def global_elements(self, site, operand, rows, cols, k_tile, vector):
+    def global_elements(self, site, operand, rows, cols, k_tile, vector, clip=False):
         if self.k is not None and operand in ("A", "B"):
             self.prefetch = max(self.prefetch, k_tile - self.k)
-        return super().global_elements(site, operand, rows, cols, k_tile, vector)
+        return super().global_elements(site, operand, rows, cols, k_tile, vector, clip)
 
     def _site(self, name: str, instruction: str, ptx: str = "") -> Site:
         if not instruction.startswith("cp.async"):
@@ -448,12 +457,12 @@ class Tracer(Counter, Machine):
         return offsets * self.params.element_bytes(operand)
 
     def _load_global(self, site, spelling, operand, offsets, vector):
-        self._count_global(site, spelling, self._bytes(operand, offsets))
+        self._count_global(site, spelling, self._bytes(operand, offsets), active=offsets != OFF)
         return np.zeros(offsets.shape + (vector * self.params.element_bytes(operand) // 4,),
                         np.uint32)
 
     def _store_global(self, site, spelling, operand, offsets, registers):
-        self._count_global(site, spelling, self._bytes(operand, offsets))
+        self._count_global(site, spelling, self._bytes(operand, offsets), active=offsets != OFF)
 
     def _load_shared(self, site, spelling, addresses, width):
         self._count_shared(site, spelling, addresses)
@@ -510,16 +519,21 @@ class Tracer(Counter, Machine):
         self._count_shared(site, spelling, _row_addresses(addresses, rows))
 
     def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
-        s = self._site(site, TMA_LOAD)  # one thread issues it: one warp instruction
-        s.executions += self.times
-        s.requests += self.times
-        s.sectors += tensor_map.box_bytes // SECTOR * self.times
+        self._count_box(self._site(site, TMA_LOAD), tensor_map, rows, cols)
 
     def _tma_store(self, site, operand, tensor_map, source, rows, cols):
-        s = self._site(site, TMA_STORE)  # one thread issues it: one warp instruction
+        self._count_box(self._site(site, TMA_STORE), tensor_map, rows, cols)
+
+    def _count_box(self, s: Site, tensor_map, rows, cols) -> None:
+        """One TMA copy, issued by one thread: one warp instruction, and the global sectors of
+        the box's elements inside the matrix. Assumed (docs/kernels.md, "Any shape"; the hw
+        tests check it): the zeros TMA fills past the edge cross no bus, and a store writes
+        only the part inside."""
         s.executions += self.times
         s.requests += self.times
-        s.sectors += tensor_map.box_bytes // SECTOR * self.times
+        elements, inside = tensor_map.box_elements(rows, cols)
+        sectors = np.unique(elements[inside] * tensor_map.element_bytes // SECTOR).size
+        s.sectors += sectors * self.times
 
     def _wait(self, barriers, index, parity):
         return iter(())  # waits are free to count
@@ -549,6 +563,14 @@ class Tracer(Counter, Machine):
         return np.zeros(np.broadcast_shapes(np.shape(c), batch + np.shape(c)[-2:]), np.uint32)
 
 
+def _tile_kinds(size: int, tile: int, tiles: int) -> list[tuple[int, int]]:
+    """(a tile index, how many tiles it stands for) along one dimension: the tiles inside
+    count alike; a last tile that the size does not fill (a ragged TMA kernel) apart."""
+    if size % tile == 0 or tiles == 1:
+        return [(0, tiles)]
+    return [(0, tiles - 1), (tiles - 1, 1)]
+
+
 def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = False,
           checks: str = "raise", beta: float = 0.0, **params) -> Trace:
     """Count what ``kernel`` costs on an (M, N, K) problem, per instruction site.
@@ -566,11 +588,16 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
     p = kernel.params(**params)
     tracer = Tracer(kernel.name, p, M, N, K, exhaustive, checks,
                     real_scalar(beta, "beta", dtype=np.float32), kernel.shared_bytes(p))
-    blocks = [(r, c) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])] \
-        if exhaustive else [(0, 0)]
+    if exhaustive:
+        blocks = [(r, c, 1) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])]
+    else:  # one block of each kind: inside, and on a ragged last row or column of tiles
+        blocks = [(r, c, rn * cn)
+                  for r, rn in _tile_kinds(tracer.M, p.block_m, tracer.grid[0])
+                  for c, cn in _tile_kinds(tracer.N, p.block_n, tracer.grid[1])]
     label = f"tcsim.trace {kernel.name} M={tracer.M} N={tracer.N} K={tracer.K}"
     with progress(len(blocks), label) as tick:  # exhaustive traces of large problems take long
-        for row, col in blocks:
+        for row, col, count in blocks:
+            tracer.blocks = count
             tracer.begin_blocks(np.array([row]), np.array([col]))
             kernel.issue(tracer)
             tracer.end_blocks()

@@ -235,21 +235,24 @@ def epilogue(m: Machine, acc: np.ndarray,
     """``D = f16(alpha * acc + beta * C)`` (`epilogue_words`), C and D moving as f16 pairs:
     ``ld.global.b32`` / ``st.global.b32`` per register pair. ``acc``: (blocks, warps, tiles_m,
     tiles_n, 32, registers), m16n8 accumulators from each warp's ``origin`` (see
-    `pair_coordinates`)."""
+    `pair_coordinates`). A ragged kernel predicates off the pairs past the matrix's edge."""
     row, col = pair_coordinates(m, acc.shape[-4:-2], origin)
-    c = m.load_global("C_gmem_load", "C", row, col, vector=2)  # (..., pairs, 32, 1)
+    clip = m.params.ragged  # a ragged kernel's edge tiles: nothing past the matrix
+    c = m.load_global("C_gmem_load", "C", row, col, vector=2, clip=clip)  # (..., pairs, 32, 1)
     d = epilogue_words(m, acc, c[..., 0])
-    m.store_global("D_gmem_store", "D", row, col, d[..., None])
+    m.store_global("D_gmem_store", "D", row, col, d[..., None], clip=clip)
 
 
 def epilogue_words(m: Machine, acc: np.ndarray, c: np.ndarray) -> np.ndarray:
     """D's f16 pairs ``f16(alpha * acc + beta * C)``, element by element, each step an f32
     operation rounded to nearest (mul.rn, mul.rn, add.rn, then cvt.rn.f16.f32; NaN comes out
-    as 0x7fff); with beta 0 (either sign) ``f16(alpha * acc)``, whatever C holds. ``acc``:
+    as 0x7fff; with ``output="bf16"`` C and D are bf16 pairs, cvt.rn.bf16.f32, NaN 0x7fff);
+    with beta 0 (either sign) ``f16(alpha * acc)``, whatever C holds. ``acc``:
     (..., 32, registers), m16n8 accumulators; ``c``: C's words (f16 pairs) at the same places,
     (..., pairs, 32), pair 0 the accumulator's elements 0 and 1. Returns D's words like
     ``c``."""
-    c = np.ascontiguousarray(c, np.uint32)[..., None].view(np.float16).astype(np.float32)
+    out = m.params.output_dtype  # f16, or bf16 on the Hopper rungs
+    c = np.ascontiguousarray(c, np.uint32)[..., None].view(out).astype(np.float32)
     if m.params.accumulate == "f16":
         acc = acc.view(np.float16).astype(np.float32)
     else:
@@ -258,7 +261,7 @@ def epilogue_words(m: Machine, acc: np.ndarray, c: np.ndarray) -> np.ndarray:
     acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)
     with np.errstate(over="ignore", invalid="ignore"):
         # BLAS: with beta 0, C is not read, so its NaN, infinities and zero signs never reach D
-        d = (m.alpha * acc + m.beta * c if m.reads_c else m.alpha * acc).astype(np.float16)
+        d = (m.alpha * acc + m.beta * c if m.reads_c else m.alpha * acc).astype(out)
     bits = d.view(np.uint16)
     bits[np.isnan(d)] = 0x7FFF
     return np.ascontiguousarray(bits).view(np.uint32)[..., 0]

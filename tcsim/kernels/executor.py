@@ -22,8 +22,8 @@ from ..memory.descriptors import MatrixDescriptor
 from ..progress import progress
 from .happens_before import PhaseChecker
 from .kernel import Kernel
-from .machine import Machine
-from .params import GemmParams, ProblemSizeError
+from .machine import OFF, Machine
+from .params import DTYPES, GemmParams, ProblemSizeError
 from .roles import Waiting, interleave
 from .scheduler import block_tiles
 
@@ -66,13 +66,16 @@ class Executor(Machine):
         return np.arange(self.block_rows.size).reshape((-1,) + (1,) * ndim)
 
     def _load_global(self, site, spelling, operand, offsets, vector):
-        values = self.memory[operand][offsets[..., None] + np.arange(vector)]
-        return np.ascontiguousarray(values).view(np.uint32)
+        on = offsets[..., None] != OFF  # lanes predicated off get zeros
+        values = self.memory[operand][np.where(on, offsets[..., None], 0) + np.arange(vector)]
+        return np.ascontiguousarray(np.where(on, values, 0)).view(np.uint32)
 
     def _store_global(self, site, spelling, operand, offsets, registers):
         memory = self.memory[operand]
         values = np.ascontiguousarray(registers, np.uint32).view(memory.dtype)
-        memory[offsets[..., None] + np.arange(values.shape[-1])] = values
+        on = offsets != OFF  # lanes predicated off store nothing
+        memory[offsets[on][..., None] + np.arange(values.shape[-1])] = \
+            np.broadcast_to(values, offsets.shape + values.shape[-1:])[on]
 
     def _load_shared(self, site, spelling, addresses, width):
         self._role_access(site, addresses, write=False)
@@ -255,9 +258,11 @@ def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None
     """``D = alpha * A @ B + beta * C`` computed by ``kernel``'s schedule, bit for bit.
 
     A (M, K), B (K, N) and C (M, N) are float16 matrices in any memory layout (C None reads
-    as zeros); alpha and beta are real numbers, rounded to float32 as the CUDA twin receives
-    them (a finite one that overflows float32 is refused). ``params`` override the kernel's
-    tile parameters. Returns D (M, N) float16. A problem whose arrays would not fit in this
+    as zeros), or of the types the parameters name: ``inputs="bf16"`` takes A and B as
+    ``ml_dtypes.bfloat16``, ``output="bf16"`` C and D (the Hopper rungs); alpha and beta are
+    real numbers, rounded to float32 as the CUDA twin receives them (a finite one that
+    overflows float32 is refused). ``params`` override the kernel's tile parameters. Returns
+    D (M, N) of the output type (float16 unless told). A problem whose arrays would not fit in this
     machine's memory raises `ProblemSizeError` before anything is allocated.
 
     ``checks`` ("raise", "warn" or "off"): what a race or an uninitialized shared read does
@@ -297,9 +302,9 @@ def check_operands(kernel: Kernel, p: GemmParams, A, B, C) -> tuple[np.ndarray, 
 
 def _matrix(name: str, x, dtype: str) -> np.ndarray:
     x = np.asarray(x)
-    if x.dtype != np.dtype(np.float16 if dtype == "f16" else np.float32):
-        raise TypeError(f"{name} must be {np.dtype(np.float16 if dtype == 'f16' else np.float32)}"
-                        f" for this kernel (its {name} elements are {dtype}), got {x.dtype}")
+    if x.dtype != DTYPES[dtype]:
+        raise TypeError(f"{name} must be {DTYPES[dtype]} for this kernel (its {name} elements "
+                        f"are {dtype}; bf16 is ml_dtypes.bfloat16), got {x.dtype}")
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {x.shape}")
     return x

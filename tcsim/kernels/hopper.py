@@ -23,7 +23,7 @@ import numpy as np
 from ..isa.validate import integer
 from ..isa.wgmma import parse_wgmma
 from ..memory.tma import SHARED_ALIGN, TensorMap
-from .checks import SharedAddressError
+from .checks import GlobalMemoryError, SharedAddressError, first_index
 from .roles import Barriers, PhaseError, Role, Waiting
 
 BARRIER_BYTES = 8
@@ -114,7 +114,33 @@ class HopperInstructions:
                                     "B": (k_tile * p.block_k, tile[1])}.get(operand, tile)
         rows = np.broadcast_to(origin_rows + rows, self.block_rows.shape)
         cols = np.broadcast_to(origin_cols + cols, self.block_rows.shape)
+        self._check_map(site, operand, tensor_map, rows, cols)
         return tensor_map, rows, cols
+
+    def _check_map(self, site: str, operand: str, tensor_map: TensorMap, rows, cols) -> None:
+        """TMA fills zeros only past the *map's* edge: a map that describes more rows or
+        columns than the operand has (or another row pitch) makes a box read or write global
+        memory past the matrix (`GlobalMemoryError`, as a bad address)."""
+        nrows, ncols = self.shapes[operand]
+        if tensor_map.cols != ncols:
+            raise GlobalMemoryError(
+                f"{self.kernel} site {site!r}: {operand}'s tensor map has rows of "
+                f"{tensor_map.cols} elements, but {operand} is {nrows}x{ncols}: every row "
+                "after the first is read at the wrong place", site=site)
+        if tensor_map.rows <= nrows:  # every element the map holds is the matrix's
+            return
+        elements, inside = tensor_map.box_elements(rows, cols)
+        past = inside & (elements >= nrows * ncols)
+        if past.any():
+            block, i, j = first_index(past)
+            raise GlobalMemoryError(
+                f"{self.kernel} site {site!r}: {self.describe(block, None, None)}: the TMA box "
+                f"at {operand}[{int(rows[block])}, {int(cols[block])}] reaches "
+                f"{operand}[{int(rows[block]) + i}, {int(cols[block]) + j}], past the "
+                f"{nrows}x{ncols} matrix: its tensor map describes {tensor_map.rows}x"
+                f"{tensor_map.cols}, and TMA fills zeros only past the map's edge",
+                site=site, block=block, address=int(elements[block, i, j]) *
+                tensor_map.element_bytes)
 
     def bulk_commit(self) -> None:
         """``cp.async.bulk.commit_group``: the TMA stores issued since the last commit form a

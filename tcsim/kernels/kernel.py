@@ -15,7 +15,8 @@ from .params import GemmParams
 
 @dataclass(frozen=True)
 class Kernel:
-    """A GEMM kernel ``D = alpha * A @ B + beta * C`` (f16 in and out) as a schedule.
+    """A GEMM kernel ``D = alpha * A @ B + beta * C`` (f16 in and out; bf16 too on the Hopper
+    rungs) as a schedule.
 
     ``program(machine, params, *tiles)`` issues the kernel's instructions on the
     shared-memory tiles that ``tiles(params)`` gives (none for a kernel without shared
@@ -110,6 +111,8 @@ class Kernel:
                "MIN_BLOCKS": dict(self.blocks_per_sm)[p.accumulate]}
         if p.producers:
             out["CONSUMERS"] = p.consumers
+            out["IN_BF16"] = int(p.inputs == "bf16")
+            out["OUT_BF16"] = int(p.output == "bf16")
             out["GROUP_M"] = p.group_m
             out["STAGED_EPILOGUE"] = p.staged_epilogue
             if p.store_buffers:

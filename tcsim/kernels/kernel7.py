@@ -16,6 +16,14 @@
   batch of stage k it waits until only that batch is pending, then releases stage k - 1.
 
 The same epilogue as the ladder: ``D = f16(alpha * acc + beta * C)``.
+
+- **Any shape.** M, N and K need not be multiples of the tile (K and N of 8: TMA's rows are
+  whole 16-byte units). The tensor maps describe the true matrices, so a box that reaches past
+  the edge gets zeros there (and still completes its whole box of bytes on the barrier), the
+  last K tile multiplies those zeros, and the epilogue stores nothing past the edge
+  (predicated stores; kernel10's TMA stores clip). The grid is ceil-divided.
+- **bf16.** ``inputs="bf16"`` issues wgmma ``.f32.bf16.bf16`` (f32 accumulation only: there
+  is no f16 accumulator for bf16), ``output="bf16"`` reads C and writes D in bf16.
 """
 
 from __future__ import annotations
@@ -51,7 +59,9 @@ def requires(p: GemmParams) -> None:
     require(p.warp_k == p.mma_k, f"kernel7 steps K by one wgmma: warp_k must be 16, got "
                                  f"{p.warp_k}")
     require(p.stages >= 2, f"kernel7 pipelines its copies: stages must be >= 2, got {p.stages}")
-    require(p.inputs == "f16" and p.output == "f16", "kernel7 reads and writes f16")
+    require(p.inputs in ("f16", "bf16") and p.output in ("f16", "bf16"),
+            f"kernel7 reads f16 or bf16 and writes f16 or bf16, got inputs={p.inputs!r}, "
+            f"output={p.output!r}")
 
 
 def tensor_maps(p: GemmParams, M: int, N: int, K: int) -> tuple[tuple[str, TensorMap], ...]:
@@ -88,7 +98,7 @@ def program(m, p: GemmParams, plant: str = "") -> None:
     tma_epilogue = TmaEpilogue(m, p, c_barriers(m, p, stages + 2 * BARRIER_BYTES * p.stages)) \
         if p.store_buffers else None
     m.sync()
-    qualifier = f"m64n{p.block_n}k16.{p.accumulate}.f16.f16"
+    qualifier = f"m64n{p.block_n}k16.{p.accumulate}.{p.inputs}.{p.inputs}"
     n = m.k_tile_count
     box_bytes = p.block_k * ROW_BYTES
     expect = p.stage_bytes - (box_bytes if plant == "short_expect_tx" else 0)

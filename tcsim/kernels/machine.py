@@ -39,7 +39,7 @@ from .checks import (
     first_index,
 )
 from .hopper import HopperInstructions
-from .params import ELEMENT_BYTES, GemmParams
+from .params import ELEMENT_BYTES, GemmParams, tile_count
 
 WARP = 32
 
@@ -58,6 +58,7 @@ ST_LOCAL = {8: "st.local.v2.f32", 16: "st.local.v4.f32"}
 CP_ASYNC = "cp.async.cg.shared.global.16"  # L2 -> shared, 16 bytes a lane, no registers
 LDMATRIX = "ldmatrix.sync.aligned.m8n8.{}.shared.b16"
 STMATRIX = "stmatrix.sync.aligned.m8n8.{}.shared.b16"
+OFF = -1  # the element offset of a lane predicated off (`Machine.global_elements`)
 
 
 class Machine(HopperInstructions, ABC):
@@ -99,7 +100,7 @@ class Machine(HopperInstructions, ABC):
 
     @property
     def k_tile_count(self) -> int:
-        return self.K // self.params.block_k
+        return tile_count(self.K, self.params.block_k)
 
     def begin_blocks(self, rows: np.ndarray, cols: np.ndarray) -> None:
         """The blocks in flight from now on: tile indices along M and N, (blocks,), or
@@ -153,18 +154,22 @@ class Machine(HopperInstructions, ABC):
         An engine may assume the iterations of one loop issue the same instructions."""
 
     def load_global(self, site: str, operand: str, rows, cols, k_tile: int = 0,
-                    vector: int = 8) -> np.ndarray:
-        """Each lane loads ``vector`` elements from ``operand[row, col:col+vector]``."""
-        offsets = self.global_elements(site, operand, rows, cols, k_tile, vector)
+                    vector: int = 8, clip: bool = False) -> np.ndarray:
+        """Each lane loads ``vector`` elements from ``operand[row, col:col+vector]``. With
+        ``clip``, a lane whose vector lies past the matrix's last row or column loads nothing
+        and gets zeros (``if (row < M && col < N)`` in the twin)."""
+        offsets = self.global_elements(site, operand, rows, cols, k_tile, vector, clip)
         spelling = LD_GLOBAL[vector * self.params.element_bytes(operand)]
         return self._load_global(site, spelling, operand, offsets, vector)
 
-    def store_global(self, site: str, operand: str, rows, cols, registers) -> None:
+    def store_global(self, site: str, operand: str, rows, cols, registers,
+                     clip: bool = False) -> None:
         """Each lane stores its registers to ``operand[row, col:col+vector]`` (f16 pairs, or
-        f32 values, one per register)."""
+        f32 values, one per register); with ``clip``, not past the matrix's edge (as
+        `load_global`)."""
         size = 4 * np.shape(registers)[-1]
         vector = size // self.params.element_bytes(operand)
-        offsets = self.global_elements(site, operand, rows, cols, 0, vector)
+        offsets = self.global_elements(site, operand, rows, cols, 0, vector, clip)
         self._store_global(site, ST_GLOBAL[size], operand, offsets, registers)
 
     def load_shared(self, site: str, addresses, width: int = 4) -> np.ndarray:
@@ -407,8 +412,11 @@ class Machine(HopperInstructions, ABC):
                 site=site, lane=int(idle[0])))
 
     def global_elements(self, site: str, operand: str, rows, cols, k_tile: int,
-                        vector: int) -> np.ndarray:
-        """Element offsets (blocks, *lanes shape) into ``operand``, checked."""
+                        vector: int, clip: bool = False) -> np.ndarray:
+        """Element offsets (blocks, *lanes shape) into ``operand``, checked. With ``clip``, a
+        lane whose vector starts past the last row or column is predicated off: its offset is
+        `OFF` (engines move nothing for it); a vector that straddles the edge is still an
+        error."""
         p = self.params
         rows, cols = np.broadcast_arrays(self.integers(site, f"{operand} rows", rows),
                                          self.integers(site, f"{operand} columns", cols))
@@ -425,7 +433,8 @@ class Machine(HopperInstructions, ABC):
         nrows, ncols = self.shapes[operand]
         offset = r * ncols + c
         r, c = np.broadcast_to(r, offset.shape), np.broadcast_to(c, offset.shape)
-        bad = (r < 0) | (r >= nrows) | (c < 0) | (c + vector > ncols)
+        off = ((r >= nrows) | (c >= ncols)) if clip else np.zeros(offset.shape, bool)
+        bad = ((r < 0) | (r >= nrows) | (c < 0) | (c + vector > ncols)) & ~off
         misaligned = offset % vector != 0
         if bad.any() or misaligned.any():
             where = first_index(bad if bad.any() else misaligned)
@@ -436,7 +445,7 @@ class Machine(HopperInstructions, ABC):
                 f"{self.kernel} site {site!r}: {self.describe(where[0], where[1], where[-1])}: "
                 f"{operand} {what}", site=site, block=where[0], warp=where[1], lane=where[-1],
                 address=int(offset[where]) * ELEMENT_BYTES)
-        return offset
+        return np.where(off, OFF, offset) if clip else offset
 
     def check_shared(self, site: str, spelling: str, addresses: np.ndarray,
                      width: int) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+import ml_dtypes
 import numpy as np
 
 from ..isa.validate import integer
@@ -23,9 +24,12 @@ MMA_KS = (8, 16)
 VECTOR = 8  # f16 elements per 16-byte global load / shared store
 ELEMENT_BYTES = 2  # f16
 ACCUMULATE = ("f16", "f32")
-# Element types in global memory: f16 (the ladder, seed 003) or f32 (seed 004's tf32 kernel,
-# whose f32 data goes to the tensor cores as tf32).
-TYPE_BYTES = {"f16": 2, "f32": 4}
+# Element types in global memory: f16 (the ladder, seed 003), f32 (seed 004's tf32 kernel,
+# whose f32 data goes to the tensor cores as tf32) or bf16 (the Hopper rungs).
+TYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16),
+          "f32": np.dtype(np.float32)}
+TMA_ROW_ELEMENTS = 8  # TMA's global rows are whole 16-byte units: 8 f16 or bf16 elements
 # What the CUDA twin can launch: it takes M, N and K as int, and the grid is (N / block_n,
 # M / block_m) blocks, where CUDA allows at most 65,535 along y.
 MAX_SIZE = 2**31 - 1
@@ -40,6 +44,11 @@ class ProblemSizeError(ValueError):
     """M, N or K that a kernel cannot run: not a positive integer, not a multiple of what its
     tiles require, more than its CUDA twin can launch, or (`tcsim.run`) more than this
     machine's memory holds."""
+
+
+def tile_count(size: int, tile: int) -> int:
+    """Tiles of ``tile`` elements covering ``size`` (the last one partial unless it divides)."""
+    return -(-size // tile)
 
 
 @dataclass(frozen=True)
@@ -79,16 +88,27 @@ class GemmParams:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("accumulate", "inputs", "output"):
+            if f.name == "accumulate":
                 if value not in ACCUMULATE:
                     raise ValueError(f"{f.name} must be 'f16' or 'f32', got {value!r}")
+            elif f.name in ("inputs", "output"):
+                if value not in TYPE_BYTES:
+                    raise ValueError(f"{f.name} must be 'f16', 'bf16' or 'f32', got {value!r}")
             else:  # numpy integers are welcome, and stored as ints
                 object.__setattr__(self, f.name, integer(
                     value, f.name, minimum=0 if f.name in ZERO_ALLOWED else 1,
                     type_error=ValueError))
-        self._require(self.inputs == "f16" or (self.accumulate == "f32" and self.mma_k == 8),
+        self._require(self.inputs != "f32" or (self.accumulate == "f32" and self.mma_k == 8),
                       "f32 inputs run as tf32 m16n8k8 with f32 accumulators: they need "
                       f"accumulate='f32' and mma_k=8, got {self.accumulate!r} and {self.mma_k}")
+        self._require(self.inputs != "bf16" or self.accumulate == "f32",
+                      "bf16 inputs accumulate in f32: the tensor cores have no f16 accumulator "
+                      "for bf16 products (wgmma and mma.sync take .f16 accumulators with f16 "
+                      f"inputs only), got accumulate={self.accumulate!r}")
+        self._require("bf16" not in (self.inputs, self.output) or self.producers,
+                      "bf16 inputs and outputs run on the Hopper rungs (kernel7 .. kernel10, "
+                      f"producers=1), got inputs={self.inputs!r}, output={self.output!r}, "
+                      f"producers={self.producers}")
         self._require(self.warp_m % MMA_M == 0, f"warp_m={self.warp_m} must be a multiple of 16")
         self._require(self.warp_n % MMA_N == 0, f"warp_n={self.warp_n} must be a multiple of 8")
         self._require(self.mma_k in MMA_KS, f"mma_k must be 8 or 16, got {self.mma_k}")
@@ -181,7 +201,12 @@ class GemmParams:
     @property
     def output_dtype(self) -> np.dtype:
         """numpy's dtype of C and D."""
-        return np.dtype(np.float16 if self.output == "f16" else np.float32)
+        return DTYPES[self.output]
+
+    @property
+    def input_dtype(self) -> np.dtype:
+        """numpy's dtype of A and B."""
+        return DTYPES[self.inputs]
 
     @property
     def vector(self) -> int:
@@ -237,21 +262,41 @@ class GemmParams:
     def qualifier(self) -> str:
         """The mma.sync the tiles are made of (f32 inputs: tf32)."""
         acc = self.accumulate
-        ab = "tf32" if self.inputs == "f32" else "f16"
+        ab = "tf32" if self.inputs == "f32" else self.inputs
         return f"m16n8k{self.mma_k}.row.col.{acc}.{ab}.{ab}.{acc}"
+
+    @property
+    def ragged(self) -> bool:
+        """Whether M, N and K need not be multiples of the tiles: the TMA kernels (producers=1)
+        read their edge tiles as boxes that TMA fills with zeros past the matrix and store
+        only what lies inside it; the ladder's copies and stores are not predicated."""
+        return bool(self.producers)
 
     def grid(self, M: int, N: int) -> tuple[int, int]:
         """(blocks along N, blocks along M): CUDA's gridDim.x, gridDim.y."""
-        return N // self.block_n, M // self.block_m
+        return tile_count(N, self.block_n), tile_count(M, self.block_m)
 
     def check_problem(self, M: int, N: int, K: int,
                       kernel: str = "this kernel") -> tuple[int, int, int]:
         """(M, N, K) as ints; `ProblemSizeError` unless they are positive integers (numpy's
-        too) that the tiles divide and the CUDA twin can launch."""
+        too) that the tiles divide (a TMA kernel: whose rows are whole 16-byte units) and the
+        CUDA twin can launch."""
         M, N, K = (integer(value, name, minimum=1, maximum=MAX_SIZE,
                            why=" (the CUDA twin takes int sizes)", error=ProblemSizeError,
                            type_error=ProblemSizeError)
                    for name, value in (("M", M), ("N", N), ("K", K)))
+        if self.ragged:
+            # A is M x K and B, C, D are . x N, row-major: TMA needs each row's pitch in whole
+            # 16-byte units (cuTensorMapEncodeTiled); M is free.
+            unit = TMA_ROW_ELEMENTS
+            bad = [f"{name}={v} is not a multiple of {unit}" for name, v in (("K", K), ("N", N))
+                   if v % unit]
+            if bad:
+                raise ProblemSizeError(
+                    f"{kernel}: {'; '.join(bad)}: TMA copies rows of A (K elements) and of B, "
+                    f"C and D (N elements) whose pitch must be a multiple of 16 bytes, so K "
+                    f"and N must be multiples of {unit} ({self.inputs}); M may be any size")
+            return M, N, K
         bad = [f"{name}={v} is not a multiple of {tile}={t}"
                for name, v, tile, t in (("M", M, "block_m", self.block_m),
                                         ("N", N, "block_n", self.block_n),

@@ -130,6 +130,15 @@ def _early_wait(m, p, A_smem: SharedTile, B_smem: SharedTile) -> None:
     epilogue(m, acc)
 
 
+def _padded_maps(p, M: int, N: int, K: int):
+    """kernel7's tensor maps over A and B as if they were padded to whole tiles (M and K
+    rounded up to block_m and block_k): TMA fills zeros only past a map's edge, so the boxes
+    at the matrices' edge read global memory past A's last row and B's last row instead."""
+    (_, a), (_, b), *rest = kernel7.tensor_maps(p, M, N, K)
+    m, k = (-(-M // p.block_m) * p.block_m, -(-K // p.block_k) * p.block_k)
+    return (("A", replace(a, rows=m)), ("B", replace(b, rows=k)), *rest)
+
+
 def _planted(base: Kernel, plant: str, program, summary: str) -> Kernel:
     return replace(base, name=f"{base.name}-{plant.replace('_', '-')}", summary=summary,
                    program=program, twin=base.name, plants=(plant,))
@@ -159,6 +168,10 @@ PLANTED = {k.name: k for k in (
     _planted(kernel7, "descriptor_swizzle", partial(kernel7.program,
                                                     plant="descriptor_swizzle"),
              "kernel7 whose wgmma descriptors say 64-byte swizzle for 128-byte swizzled tiles"),
+    replace(_planted(kernel7, "no_edge_fill", kernel7.program,
+                     "kernel7 whose tensor maps describe A and B padded to whole tiles: on a "
+                     "ragged shape the edge boxes read past the matrices, where the true maps "
+                     "get TMA's zero fill"), tensor_maps=_padded_maps),
     _planted(kernel10, "no_store_wait", partial(kernel10.program, plant="no_store_wait"),
              "kernel10 asking TMA for C into a buffer without waiting until the TMA store "
              "that last used it has read it (no cp.async.bulk.wait_group.read)"),

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .params import GemmParams
+from .params import GemmParams, tile_count
 
 
 def tile_order(p: GemmParams, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols): the tile indices along M and N of the t-th tile handed out, t = 0 ..
     tiles - 1. ``group_m`` 0: N fastest. g > 0: groups of g block rows (the last group may be
     shorter), each walked column by column, M fastest inside a column."""
-    tiles_m, tiles_n = M // p.block_m, N // p.block_n
+    tiles_m, tiles_n = tile_count(M, p.block_m), tile_count(N, p.block_n)
     t = np.arange(tiles_m * tiles_n)
     if not p.group_m:
         return t // tiles_n, t % tiles_n
@@ -37,7 +37,7 @@ def tile_order(p: GemmParams, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
 
 def blocks_launched(p: GemmParams, M: int, N: int) -> int:
     """The grid's size: one block per tile, or the persistent blocks (at most one per tile)."""
-    tiles = (M // p.block_m) * (N // p.block_n)
+    tiles = tile_count(M, p.block_m) * tile_count(N, p.block_n)
     return min(tiles, p.persistent_blocks) if p.persistent_blocks else tiles
 
 

@@ -13,6 +13,9 @@ of the tile 64 columns at a time:
 2. D: the ladder's arithmetic (`tcsim.kernels.blocks.epilogue_words`), ``stmatrix.x4`` to the
    same places, ``ld.shared.v4`` row-wise, ``st.global.v4``: whole lines again.
 
+On a ragged edge tile the lanes whose 16 bytes lie past the matrix neither load C (their
+staging gets zeros) nor store D.
+
 Matrix i of an x4 is columns 8(2h + i // 2) .. + 7 of rows 8(i % 2) .. + 7 of the chunk (h =
 0..3), so register i of every lane is the accumulator word of column group 2h + i // 2, half
 i % 2. The twin (``epilogue_tile_staged`` in hopper.cuh) issues C's global loads one chunk
@@ -97,7 +100,8 @@ def staged_epilogue(m, p: GemmParams, acc: np.ndarray) -> None:
     rows = ROWS * warps[:, None, None] + row
     for chunk in range(p.block_n // CHUNK_COLUMNS):
         cols = chunk * CHUNK_COLUMNS + col
-        c = m.load_global("C_gmem_load", "C", rows, cols, vector=8)
+        c = m.load_global("C_gmem_load", "C", rows, cols, vector=8, clip=p.ragged)
         m.store_shared("C_smem_store", line, c)
         d_in_place(m, matrices, per_warp, chunk)
-        m.store_global("D_gmem_store", "D", rows, cols, m.load_shared("D_smem_load", line, 16))
+        m.store_global("D_gmem_store", "D", rows, cols, m.load_shared("D_smem_load", line, 16),
+                       clip=p.ragged)

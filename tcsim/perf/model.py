@@ -135,7 +135,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     wgmma = any(s.space == "wgmma" for s in sites)
     occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), shared)
     B, sms, hz = occ.blocks_per_sm, int(g["sms"]), g.clock_hz(wgmma)
-    tiles = (M // p.block_m) * (N // p.block_n)
+    tiles = -(-M // p.block_m) * -(-N // p.block_n)  # ragged Hopper shapes: a partial last tile
     concurrent = min(B * sms, blocks_launched(p, M, N))
     k_tiles = max(trace.pipeline.get("k_tiles", K // p.block_k), 1)
 
@@ -301,8 +301,8 @@ def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[flo
         reads = M * K * a_bytes + K * N * b_bytes
     else:  # per wave, the distinct (wave, row) and (wave, column) panels
         wave = np.arange(tiles) // concurrent
-        rows = np.unique(wave * (M // p.block_m) + rows_of).size
-        cols = np.unique(wave * (N // p.block_n) + cols_of).size
+        rows = np.unique(wave * -(-M // p.block_m) + rows_of).size
+        cols = np.unique(wave * -(-N // p.block_n) + cols_of).size
         reads = rows * p.block_m * K * a_bytes + cols * p.block_n * K * b_bytes
     loaded = tiles * (p.block_m * K * a_bytes + p.block_n * K * b_bytes)
     return reads + out, reads / loaded

@@ -28,7 +28,12 @@ HOPPER_SHAPE = (256, 256, 1024)  # kernel7's stages are first refilled at the fi
 CORRECT = {**KERNELS, **HOPPER_KERNELS}
 
 
+RAGGED = {"kernel7-no-edge-fill": (200, 256, 1000)}  # its bug needs the matrices' edge
+
+
 def shape_of(name: str) -> tuple[int, int, int]:
+    if name in RAGGED:
+        return RAGGED[name]
     return HOPPER_SHAPE if kernel_named(name).entry in HOPPER_KERNELS else SHAPE
 
 

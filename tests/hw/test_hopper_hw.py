@@ -1,9 +1,12 @@
 """Hopper's own path on the GPU (sm_90a): kernel7's twin against tcsim.run, bit for bit, on
-inputs with subnormals, overflow, cancellation, inf and NaN, at non-square shapes and K >= 4096.
+inputs with subnormals, overflow, cancellation, inf and NaN, at non-square shapes and K >= 4096,
+at ragged shapes (TMA's zero fill, predicated and clipped epilogues) and in bf16; and their
+traces against Nsight Compute.
 
 ``TCSIM_HW_LOG`` names a JSON-lines file that receives every comparison for the docs.
 """
 
+import ml_dtypes
 import numpy as np
 import pytest
 from gemm_inputs import beta_zero_on_gpu, gemm_inputs
@@ -21,6 +24,24 @@ pytestmark = pytest.mark.hw
 
 # multiples of kernel7's 128 x 256 x 64 tiles; one with K >= 4096, one K tile fewer than stages
 SHAPES = [(256, 512, 4096), (384, 256, 192), (128, 768, 320), (512, 1024, 1024)]
+# Any shape (issue 34): M anything, N and K multiples of 8 but not of the tiles (K of 16 too
+# or not: rows of 16 or 32 bytes mod 32), down to 8 x 8 x 8; one with K >= 4096.
+RAGGED = [(200, 264, 104), (8, 8, 8), (1000, 776, 1000), (129, 520, 4104), (640, 1024, 72)]
+# (inputs, output, accumulate): bf16 accumulates in f32 only
+TYPES = [("f16", "f16", "f16"), ("f16", "f16", "f32"), ("bf16", "bf16", "f32"),
+         ("bf16", "f16", "f32"), ("f16", "bf16", "f32")]
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def typed_inputs(rng, M, N, K, inputs="f16", output="f16", edge=True):
+    """`gemm_inputs` (subnormals, f16 overflow, cancellation, inf and NaN in C) in the
+    kernel's types: bf16 rounds A and B to nearest, and C too where the output is bf16."""
+    A, B, C, alpha, beta = gemm_inputs(rng, M, N, K, edge)
+    if inputs == "bf16":
+        A, B = (x.astype(np.float32).astype(BF16) for x in (A, B))
+    if output == "bf16":
+        C = C.astype(np.float32).astype(BF16)
+    return A, B, C, alpha, beta
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +63,39 @@ def test_run_matches_the_cuda_twin_bit_for_bit(name, accumulate, rng):
         log_hw({"kernel": name, "accumulate": accumulate, "shape": [M, N, K], "differ": differ,
              "elements": M * N, "device": runtime.device_name()})
         assert differ == 0, f"{name} {accumulate} {M}x{N}x{K}: {differ} of {M * N} differ"
+
+
+@pytest.mark.parametrize("types", TYPES, ids="-".join)
+@pytest.mark.parametrize("name", list(HOPPER_KERNELS))
+def test_ragged_shapes_and_bf16_match_the_cuda_twin(name, types, rng):
+    inputs, output, accumulate = types
+    options = {"inputs": inputs, "output": output, "accumulate": accumulate}
+    for M, N, K in RAGGED:
+        A, B, C, alpha, beta = typed_inputs(rng, M, N, K, inputs, output)
+        sim = tcsim.run(name, A, B, C, alpha, beta, **options).view(np.uint16)
+        got = hw.run(name, A, B, C, alpha, beta, **options).view(np.uint16)
+        differ = int((sim != got).sum())
+        log_hw({"test": "hopper_shapes", "kernel": name, **options, "shape": [M, N, K],
+                "differ": differ, "elements": M * N, "device": runtime.device_name()})
+        assert differ == 0, f"{name} {options} {M}x{N}x{K}: {differ} of {M * N} differ"
+
+
+@pytest.mark.parametrize("name", ["kernel8", "kernel9", "kernel10"])
+def test_ragged_persistent_blocks_match_the_cuda_twin(name, rng):
+    """Several tiles per block, the ragged ones among them, in bf16 and with beta 0."""
+    M, N, K = 1000, 776, 1000
+    for beta0, inputs in ((None, "bf16"), (0.0, "bf16"), (None, "f16")):
+        A, B, C, alpha, beta = typed_inputs(rng, M, N, K, inputs, inputs)
+        beta = beta if beta0 is None else beta0
+        options = {"accumulate": "f32", "inputs": inputs, "output": inputs,
+                   "persistent_blocks": 5, "group_m": 3}
+        sim = tcsim.run(name, A, B, C, alpha, beta, **options).view(np.uint16)
+        got = hw.run(name, A, B, C, alpha, beta, **options).view(np.uint16)
+        differ = int((sim != got).sum())
+        log_hw({"test": "hopper_shapes", "kernel": name, **options, "beta": beta,
+                "shape": [M, N, K], "differ": differ, "elements": M * N,
+                "device": runtime.device_name()})
+        assert differ == 0, f"{name} {options} beta {beta}: {differ} of {M * N} differ"
 
 
 # kernel8 with fewer persistent blocks than tiles, so each block computes several tiles in
@@ -107,9 +161,30 @@ def test_trace_matches_nsight_compute(rng):
     cases += [("kernel10", (512, 1024, 1024), "f32", {}, 0.0),
               ("kernel10", (768, 384, 640), "f32", {"block_n": 192, "warp_n": 192,
                                                     "persistent_blocks": 5}, 0.0)]
+    compare_counters(cases, rng)
+
+
+def test_ragged_and_bf16_traces_match_nsight_compute(rng):
+    """What the trace assumes of the edges (docs/kernels.md, "Any shape"): a TMA load brings
+    only the sectors of the box's part inside the matrix (the zero fill crosses no bus), a TMA
+    store writes only its part inside, a warp whose lanes are all predicated off makes no
+    global request; and bf16 counts as f16 does."""
+    cases = [(name, shape, "f32", {}, beta0) for name in HOPPER_KERNELS
+             for shape in ((1000, 776, 1000), (200, 264, 104), (8, 8, 8))
+             for beta0 in (None, 0.0)]
+    cases += [(name, (1000, 776, 1000), "f32", {"inputs": "bf16", "output": "bf16"}, None)
+              for name in HOPPER_KERNELS]
+    compare_counters(cases, rng)
+
+
+def compare_counters(cases, rng) -> None:
+    """Every case (kernel, (M, N, K), accumulate, params, beta: None for gemm_inputs' own)
+    once under Nsight Compute; every metric of `METRICS` and `HOPPER_METRICS` equal to the
+    trace's (the contended ones as `CONTENDED` says)."""
     launches = []
     for name, (M, N, K), acc, params, beta0 in cases:
-        A, B, C, alpha, beta = gemm_inputs(rng, M, N, K, edge=False)
+        A, B, C, alpha, beta = typed_inputs(rng, M, N, K, params.get("inputs", "f16"),
+                                            params.get("output", "f16"), edge=False)
         beta = beta if beta0 is None else beta0
         launches.append(twin_launch(name, A, B, C, alpha, beta, label=f"{name} {M}x{N}x{K} {acc}",
                                accumulate=acc, **params))
@@ -133,6 +208,7 @@ def test_trace_matches_nsight_compute(rng):
             if staged and metric in CONTENDED and trace <= value <= (1 + MAX_CONTENTION) * trace:
                 continue
             if metric not in OBSERVED and trace != value:
-                bad.append(f"{name} {M}x{N}x{K} {acc} {metric}{' less conflicts' * staged}: "
-                           f"trace {predicted.get(metric, 0):,}, ncu {value:,.0f}")
+                bad.append(f"{name} {M}x{N}x{K} {acc} {params} {metric}"
+                           f"{' less conflicts' * staged}: trace {predicted.get(metric, 0):,}, "
+                           f"ncu {value:,.0f}")
     assert not bad, f"{len(bad)} counters differ:\n" + "\n".join(bad)

@@ -30,6 +30,10 @@ EXPECTED = {
     "kernel2-tile-offset": (tcsim.GlobalMemoryError,
                             r"site 'A_gmem_load': block \(0, 0\) warp 0 lane 0: A elements "
                             r"\[256, 0:8\] are outside the 256x256 matrix"),
+    "kernel7-no-edge-fill": (tcsim.GlobalMemoryError,
+                             r"site 'A_tma': block \(1, 0\): the TMA box at A\[128, 0\] reaches "
+                             r"A\[200, 0\], past the 200x1000 matrix: its tensor map describes "
+                             r"256x1000, and TMA fills zeros only past the map's edge"),
     "kernel2-unaligned-ldmatrix": (tcsim.SharedAddressError,
                                    r"site 'A_smem_ldmatrix' .*warp 0 lane 0: address 0x8 is "
                                    r"not aligned to 16 bytes"),
@@ -80,6 +84,7 @@ EXPECTED = {
 # kernel7's stages are first refilled at the fifth K tile: its plants run with 16.
 SHAPES = {name: (256, 256, 1024) for name in PLANTED if name.startswith("kernel7")}
 SHAPES.update({name: (128, 256, 128) for name in PLANTED if name.startswith("kernel10")})
+SHAPES["kernel7-no-edge-fill"] = (200, 256, 1000)  # a ragged shape: the bug needs an edge
 # kernel10 reads C only when beta is not 0: its plants run with alpha 1, beta 0.5.
 SCALARS = {name: (1.0, 0.5) for name in PLANTED if name.startswith("kernel10")}
 

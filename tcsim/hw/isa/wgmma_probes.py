@@ -247,7 +247,7 @@ def probe_source() -> str:
     return _HEADER + "".join(f"\n// {q}, A from {a}\n" + probe_kernel(q, a) for q, a in PROBES)
 
 
-# The instructions the GEMM twins issue (tcsim/hw/kernel7.cu): f16 inputs, A K-major, B
+# The instructions the GEMM twins issue (tcsim/hw/kernel7.cu): f16 or bf16 inputs, A K-major, B
 # MN-major (B is K x N row-major in global memory), D f32 or f16, at the N a consumer may own.
 ISSUE_N = (64, 128, 192, 256)
 
@@ -262,4 +262,7 @@ def issue_header() -> str:
         for acc in ("f32", "f16"):
             out.append(issue_function(f"m64n{n}k16.{acc}.f16.f16", f"wgmma_m64n{n}k16_{acc}",
                                       trans_b=1))
+        # bf16 inputs (the Hopper rungs' inputs="bf16"): f32 accumulators only
+        out.append(issue_function(f"m64n{n}k16.f32.bf16.bf16", f"wgmma_m64n{n}k16_bf16",
+                                  trans_b=1))
     return "\n".join(out)

@@ -75,6 +75,28 @@ __device__ __forceinline__ float add_rn(float a, float b) {
   return r;
 }
 
+// bf16 (the Hopper rungs' output="bf16", OUT_BF16 1): C's and D's elements convert the same way.
+__device__ __forceinline__ float bf16_to_f32(uint32_t h) {  // exact: the f32's top half
+  float f;
+  asm("mov.b32 %0, {%1, %2};" : "=f"(f) : "h"((uint16_t)0), "h"((uint16_t)h));
+  return f;
+}
+__device__ __forceinline__ uint32_t f32_to_bf16(float f) {
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#ifndef OUT_BF16
+#define OUT_BF16 0
+#endif
+#if OUT_BF16
+#define OUT_TO_F32 bf16_to_f32
+#define F32_TO_OUT f32_to_bf16
+#else
+#define OUT_TO_F32 f16_to_f32
+#define F32_TO_OUT f32_to_f16
+#endif
+
 // One element of D before its rounding to f16: add.rn(mul.rn(alpha, x), mul.rn(beta, c)), or
 // with beta 0 mul.rn(alpha, x) (BLAS: C is not read, so its NaN, infinities and zero signs
 // never reach D; tcsim.kernels.blocks.epilogue_words). Adding -0 leaves every value as it is,
@@ -82,10 +104,10 @@ __device__ __forceinline__ float add_rn(float a, float b) {
 __device__ __forceinline__ float scaled(float x, float c, float alpha, float beta) {
   return add_rn(mul_rn(alpha, x), beta == 0.0f ? -0.0f : mul_rn(beta, c));
 }
-// One f16 pair of D for the two elements of a 32-bit word of C.
+// One f16 (OUT_BF16: bf16) pair of D for the two elements of a 32-bit word of C.
 __device__ __forceinline__ uint32_t epilogue_pair(float x0, float x1, uint32_t c, float alpha,
                                                   float beta) {
-  const uint32_t d0 = f32_to_f16(scaled(x0, f16_to_f32(c & 0xffffu), alpha, beta));
-  const uint32_t d1 = f32_to_f16(scaled(x1, f16_to_f32(c >> 16), alpha, beta));
+  const uint32_t d0 = F32_TO_OUT(scaled(x0, OUT_TO_F32(c & 0xffffu), alpha, beta));
+  const uint32_t d1 = F32_TO_OUT(scaled(x1, OUT_TO_F32(c >> 16), alpha, beta));
   return d0 | d1 << 16;
 }

@@ -5,7 +5,12 @@
 // Compile-time constants (the twin gives defaults; tcsim.hw passes -D values from
 // Kernel.defines): BM BN BK (block tile; BK * 2 bytes = one 128-byte swizzle row), STAGES,
 // CONSUMERS (warpgroups issuing wgmma, each owning BM / CONSUMERS rows), ACC_F32,
-// CONSUMER_REGISTERS and PRODUCER_REGISTERS (setmaxnreg).
+// CONSUMER_REGISTERS and PRODUCER_REGISTERS (setmaxnreg), IN_BF16 (A and B bf16: wgmma
+// .f32.bf16.bf16) and OUT_BF16 (C and D bf16; gemm_common.cuh).
+//
+// Any M, N, K (K and N multiples of 8): the tensor maps describe the true matrices, so TMA
+// fills a box's part past the edge with zeros; the tile counts are ceil-divided and the
+// epilogues store nothing past the edge (predicated, or clipped by the TMA store).
 //
 // The code exists only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL, or TCSIM_SM90A which tcsim.hw
 // defines when NVRTC compiles for sm_90a); elsewhere the kernel is a trap, as CI compiles every
@@ -27,6 +32,12 @@
 #define B_BOXES (BN / 64)       // B's tile arrives as BN / 64 boxes of 64 columns (128 bytes)
 #define B_BOX_BYTES (BK * 128)  // one box: BK rows of 128 bytes
 #define ACC_REGS (ACC_F32 ? BN / 2 : BN / 4)
+#ifndef IN_BF16
+#define IN_BF16 0
+#endif
+#if IN_BF16 && !ACC_F32
+#error "hopper.cuh: bf16 inputs accumulate in f32 (ACC_F32 1)"
+#endif
 #if ACC_F32
 typedef float acc_t;  // the accumulator registers keep their type end to end: a cast would add
 #define ACC_CONSTRAINT "+f"  // moves between the wgmma, and ptxas then serializes them
@@ -49,6 +60,8 @@ typedef uint32_t acc_t;  // f16x2
 #ifndef PLANT_DESCRIPTOR_SWIZZLE  // descriptors say 64-byte swizzle, the tiles have 128
 #define PLANT_DESCRIPTOR_SWIZZLE 0
 #endif
+// PLANT_NO_EDGE_FILL changes no device code: the host's tensor maps (tcsim.kernels.planted)
+// describe A and B padded to whole tiles, so edge boxes read past the matrices, unfilled.
 #ifndef PLANT_NO_STORE_WAIT  // kernel10 refills a buffer before its TMA store has read it
 #define PLANT_NO_STORE_WAIT 0
 #endif
@@ -244,7 +257,9 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 
 // One wgmma m64n(BN)k16 of a consumer: A's 64 rows from `a`, B's BN columns from `b`.
 __device__ __forceinline__ void wgmma_tile(acc_t (&acc)[ACC_REGS], uint64_t a, uint64_t b) {
-#if ACC_F32
+#if IN_BF16
+#define TCSIM_WGMMA_CALL(n) wgmma_m64n##n##k16_bf16(acc, a, b, 1);
+#elif ACC_F32
 #define TCSIM_WGMMA_CALL(n) wgmma_m64n##n##k16_f32(acc, a, b, 1);
 #else
 #define TCSIM_WGMMA_CALL(n) wgmma_m64n##n##k16_f16(acc, a, b, 1);
@@ -323,15 +338,21 @@ __device__ __forceinline__ void tile_coordinates(int t, int tiles_m, int tiles_n
 // main loop instead was no faster.
 #define C_WORDS (BN / 8 * 2)
 struct EpilogueAt {
-  int row0, col0;
-  __device__ __forceinline__ EpilogueAt(int row, int col, int consumer) {
+  int row0, col0, rows, cols;
+  __device__ __forceinline__ EpilogueAt(int row, int col, int consumer, int M, int N) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
     row0 = row * BM + consumer * CONSUMER_M + warp * 16 + lane / 4;
     col0 = col * BN + lane % 4 * 2;
+    rows = M;
+    cols = N;
   }
   // Word j of the thread's C or D: columns 8 (j / 2) + 2 (lane % 4), row + 8 (j % 2).
   __device__ __forceinline__ uint64_t at(int j, int N) const {
     return (uint64_t)(row0 + 8 * (j % 2)) * N + col0 + j / 2 * 8;
+  }
+  // Whether word j lies inside D (an edge tile's others are neither loaded nor stored).
+  __device__ __forceinline__ bool inside(int j) const {
+    return row0 + 8 * (j % 2) < rows && col0 + j / 2 * 8 < cols;
   }
 };
 
@@ -370,10 +391,10 @@ __device__ __forceinline__ void epilogue_tile(const acc_t (&acc)[ACC_REGS], cons
     uint32_t c[2 * EPILOGUE_BATCH];
 #pragma unroll
     for (int j = 0; j < 2 * EPILOGUE_BATCH; j++)
-      c[j] = load_c(C, e, j0 + j, N);
+      c[j] = e.inside(j0 + j) ? load_c(C, e, j0 + j, N) : 0u;
 #pragma unroll
     for (int j = 0; j < 2 * EPILOGUE_BATCH; j++)
-      epilogue_word(acc, j0 + j, c[j], e, D, alpha, beta, N);
+      if (e.inside(j0 + j)) epilogue_word(acc, j0 + j, c[j], e, D, alpha, beta, N);
   }
 }
 
@@ -478,25 +499,35 @@ __device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], 
 }
 #endif
 
+// An edge tile's lanes whose 16 bytes lie past D load no C (zeros go to the staging) and
+// store no D.
+__device__ __forceinline__ void ld_c_line(uint32_t (&r)[4], const uint16_t* __restrict__ C,
+                                          int row, int col, int M, int N) {
+  if (row < M && col < N) {
+    ld_global_v4(r, C + (uint64_t)row * N + col);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; i++) r[i] = 0;
+  }
+}
+
 __device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS],
                                                      const uint16_t* __restrict__ C,
                                                      uint16_t* __restrict__ D, float alpha,
-                                                     float beta, int N, uint32_t staging,
+                                                     float beta, int M, int N, uint32_t staging,
                                                      int tile_row, int tile_col) {
   const int lane = threadIdx.x % 32;
   uint32_t c_lines[2][4][4];  // this chunk's C and the next one's, 16 bytes a line
 #pragma unroll
   for (int q = 0; q < 4; q++)
-    ld_global_v4(c_lines[0][q], C + (uint64_t)(tile_row + 4 * q + lane / 8) * N + tile_col +
-                                    lane % 8 * 8);
+    ld_c_line(c_lines[0][q], C, tile_row + 4 * q + lane / 8, tile_col + lane % 8 * 8, M, N);
 #pragma unroll
   for (int chunk = 0; chunk < BN / 64; chunk++) {
     const int col = tile_col + chunk * 64 + lane % 8 * 8;
     if (chunk + 1 < BN / 64) {
 #pragma unroll
       for (int q = 0; q < 4; q++)
-        ld_global_v4(c_lines[(chunk + 1) % 2][q],
-                     C + (uint64_t)(tile_row + 4 * q + lane / 8) * N + col + 64);
+        ld_c_line(c_lines[(chunk + 1) % 2][q], C, tile_row + 4 * q + lane / 8, col + 64, M, N);
     }
 #pragma unroll
     for (int q = 0; q < 4; q++)
@@ -508,7 +539,8 @@ __device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS
     for (int q = 0; q < 4; q++) {
       uint32_t v[4];
       ld_shared_v4(v, staging + staging_offset(4 * q + lane / 8, lane % 8));
-      st_global_v4(D + (uint64_t)(tile_row + 4 * q + lane / 8) * N + col, v);
+      const int row = tile_row + 4 * q + lane / 8;
+      if (row < M && col < N) st_global_v4(D + (uint64_t)row * N + col, v);
     }
     __syncwarp();
   }
@@ -552,8 +584,9 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
 #if TMA_STORE_EPILOGUE
   const uint32_t c_full = empty + 8 * STAGES;
 #endif
-  const int warpgroup = threadIdx.x / WARPGROUP, k_tiles = K / BK;
-  const int tiles_m = M / BM, tiles_n = N / BN, tiles = tiles_m * tiles_n;
+  // ceil-divided without overflow (M, N, K >= 1): a ragged edge is a partial tile
+  const int warpgroup = threadIdx.x / WARPGROUP, k_tiles = (K - 1) / BK + 1;
+  const int tiles_m = (M - 1) / BM + 1, tiles_n = (N - 1) / BN + 1, tiles = tiles_m * tiles_n;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarrier_init(full + 8 * s, 1);  // the producer's arrive.expect_tx; TMA does the rest
@@ -618,7 +651,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
   for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
     int row, col;
     block_tile(t, tiles_m, tiles_n, row, col);
-    const EpilogueAt at(row, col, consumer);
+    const EpilogueAt at(row, col, consumer, M, N);
     acc_t acc[ACC_REGS];
 #pragma unroll
     for (int i = 0; i < ACC_REGS; i++) acc[i] = 0;
@@ -671,7 +704,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
                                warp_row, col * BN, stores);
 #elif STAGED_EPILOGUE
     const int warp = threadIdx.x / 32 % 4;
-    epilogue_tile_staged(acc, C, D, alpha, beta, N,
+    epilogue_tile_staged(acc, C, D, alpha, beta, M, N,
                          base + STAGING_OFFSET + (consumer * 4 + warp) * STAGING_WARP_BYTES,
                          row * BM + consumer * CONSUMER_M + warp * 16, col * BN);
 #else

@@ -30,6 +30,8 @@ def twin_launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = Non
     kernel.check_epilogue(C, alpha, beta)
     A, B, C = check_operands(kernel, p, A, B, C)
     D = np.zeros((A.shape[0], B.shape[1]), p.output_dtype)
+    # CuPy has no bf16: the twin takes every 16-bit matrix as bits (uint16_t*) anyway
+    A, B, C, D = (x.view(np.uint16) if x.dtype.kind == "V" else x for x in (A, B, C, D))
     return device_launch(kernel, p, A, B, C, D, alpha, beta, label)
 
 
@@ -40,8 +42,10 @@ def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha
     runtime.require()
     import cupy
 
+    from ...kernels import kernel_named
+
     args = launch(twin_launch(kernel, A, B, C, alpha, beta, **params))
-    return cupy.asnumpy(args[3])
+    return cupy.asnumpy(args[3]).view(kernel_named(kernel).params(**params).output_dtype)
 
 
 def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0,

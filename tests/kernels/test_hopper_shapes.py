@@ -1,0 +1,228 @@
+"""The Hopper rungs (kernel7 .. kernel10) on any M, N, K and on bf16 (issue 34).
+
+Ragged shapes: M anything, N and K multiples of 8 but not of the tiles, down to 8 x 8 x 8. The
+bits are checked against `tcsim.wgmma` chained by hand below (no executor, no TMA, no roles:
+the matrices zero-padded to whole tiles, as TMA's fill pads them, one m64nNk16 per 16 of K,
+then the BLAS epilogue), and the result against an f64 GEMM within the accumulation's error.
+The H100 checks the twins against tcsim.run (tests/hw/test_hopper_hw.py).
+"""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tcsim
+from tcsim.kernels import HOPPER_KERNELS, ProblemSizeError
+from tcsim.kernels.checks import GlobalMemoryError
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = {"f16": np.dtype(np.float16), "bf16": BF16}
+# (M, N, K): nothing divides (K not a multiple of block_k 64, nor of 16), one 8 x 8 x 8,
+# several tiles with a ragged last row and column, one row of the last tile
+RAGGED = [(200, 264, 104), (8, 8, 8), (136, 520, 72), (129, 256, 64)]
+
+
+def operands(rng, M, N, K, inputs="f16", output="f16"):
+    """A, B of ``inputs``, C of ``output`` (never all zeros), alpha, beta; a few A and B
+    entries subnormal in f16 and large, so rounding and cancellation are exercised."""
+    A = rng.standard_normal((M, K)) * rng.choice([0.25, 1, 4], (M, 1))
+    B = rng.standard_normal((K, N)) * rng.choice([0.25, 1, 4], (1, N))
+    A[rng.random(A.shape) < 0.02] *= 2.0**-14
+    C = rng.standard_normal((M, N))
+    alpha, beta = (float(np.float32(x)) for x in rng.uniform(-2, 2, 2))
+    return (A.astype(DTYPES[inputs]), B.astype(DTYPES[inputs]), C.astype(DTYPES[output]),
+            alpha, beta)
+
+
+def by_hand(A, B, C, alpha, beta, inputs, output, block_n, accumulate="f32", block_k=64):
+    """D's bits by `tcsim.wgmma` chained by hand: A and B padded with zeros to whole 64-row,
+    block_k and block_n tiles (what TMA's fill gives the kernel), one m64nNk16 per 16 of K,
+    then f(alpha * acc + beta * C) in f32 steps, rounded to the output type (NaN 0x7fff)."""
+    M, K = A.shape
+    N = B.shape[1]
+    pm, pk, pn = (-(-x // t) * t for x, t in ((M, 64), (K, block_k), (N, block_n)))
+    a = np.zeros((pm, pk), A.dtype)
+    a[:M, :K] = A
+    b = np.zeros((pk, pn), B.dtype)
+    b[:K, :N] = B
+    q = f"m64n{block_n}k16.{accumulate}.{inputs}.{inputs}"
+    acc = np.zeros((pm, pn), np.float32)
+    for n0 in range(0, pn, block_n):
+        d = np.zeros((pm // 64, 64, block_n), np.float32 if accumulate == "f32" else np.float16)
+        for k0 in range(0, pk, 16):
+            d = tcsim.wgmma(q, a.reshape(pm // 64, 64, pk)[:, :, k0:k0 + 16],
+                            b[k0:k0 + 16, n0:n0 + block_n], d)
+        acc[:, n0:n0 + block_n] = d.reshape(pm, block_n).astype(np.float32)
+    acc = acc[:M, :N]
+    alpha, beta = np.float32(alpha), np.float32(beta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = alpha * acc if beta == 0 else alpha * acc + beta * C.astype(np.float32)
+        d = x.astype(DTYPES[output])
+    bits = d.view(np.uint16).copy()
+    bits[np.isnan(d.astype(np.float32))] = 0x7FFF
+    return bits
+
+
+def within_error(D, A, B, C, alpha, beta, accumulate, output):
+    """|D - exact| within K / 16 accumulation roundings (the tensor core truncates) and the
+    output's rounding."""
+    a, b = A.astype(np.float64), B.astype(np.float64)
+    exact = alpha * (a @ b) + beta * C.astype(np.float64)
+    unit = 2.0**-10 if accumulate == "f16" else 2.0**-20
+    out_unit = 2.0**-7 if output == "bf16" else 2.0**-10
+    bound = (A.shape[1] // 16 + 3) * unit * abs(alpha) * (np.abs(a) @ np.abs(b)) \
+        + out_unit * np.abs(exact) + 2.0**-24 + (2.0**-133 if output == "bf16" else 0)
+    got = D.astype(np.float64)
+    return bool((np.abs(got - exact) <= bound).all())
+
+
+@pytest.mark.parametrize("name", list(HOPPER_KERNELS))
+@pytest.mark.parametrize("shape", RAGGED)
+@pytest.mark.parametrize("accumulate", ["f32", "f16"])
+def test_ragged_shapes(name, shape, accumulate, rng):
+    M, N, K = shape
+    A, B, C, alpha, beta = operands(rng, M, N, K)
+    D = tcsim.run(name, A, B, C, alpha, beta, accumulate=accumulate)
+    assert D.shape == (M, N) and D.dtype == np.float16
+    assert within_error(D, A, B, C, alpha, beta, accumulate, "f16")
+    if shape in ((200, 264, 104), (8, 8, 8)):  # small enough to chain by hand
+        assert np.array_equal(D.view(np.uint16),
+                              by_hand(A, B, C, alpha, beta, "f16", "f16", 256, accumulate))
+
+
+@pytest.mark.parametrize("name", list(HOPPER_KERNELS))
+@pytest.mark.parametrize("output", ["bf16", "f16"])
+@pytest.mark.parametrize("shape", [(200, 264, 104), (128, 256, 128), (8, 16, 24)])
+def test_bf16_inputs(name, output, shape, rng):
+    M, N, K = shape
+    A, B, C, alpha, beta = operands(rng, M, N, K, "bf16", output)
+    D = tcsim.run(name, A, B, C, alpha, beta, accumulate="f32", inputs="bf16", output=output)
+    assert D.dtype == DTYPES[output]
+    assert np.array_equal(D.view(np.uint16), by_hand(A, B, C, alpha, beta, "bf16", output, 256))
+    assert within_error(D, A, B, C, alpha, beta, "f32", output)
+
+
+# persistent blocks with unequal tile counts, groups of block rows cut short by a ragged M,
+# narrower tiles, every mix of types
+@pytest.mark.parametrize("name, shape, params", [
+    ("kernel8", (275, 480, 176), {"block_n": 64, "persistent_blocks": 5, "inputs": "bf16"}),
+    ("kernel9", (531, 552, 112), {"block_n": 64, "persistent_blocks": 5, "group_m": 1,
+                                  "inputs": "bf16", "output": "bf16"}),
+    ("kernel10", (573, 16, 8), {"block_n": 128, "persistent_blocks": 4, "group_m": 2,
+                                "output": "bf16"}),
+    ("kernel7", (684, 272, 320), {"block_n": 192, "inputs": "bf16", "output": "bf16"}),
+])
+def test_ragged_tile_orders(name, shape, params, rng):
+    inputs, output = params.get("inputs", "f16"), params.get("output", "f16")
+    A, B, C, alpha, beta = operands(rng, *shape, inputs, output)
+    D = tcsim.run(name, A, B, C, alpha, beta, accumulate="f32", warp_n=params["block_n"],
+                  **params)
+    assert np.array_equal(D.view(np.uint16),
+                          by_hand(A, B, C, alpha, beta, inputs, output, params["block_n"]))
+
+
+def test_bf16_differs_from_f16_where_it_should(rng):
+    """bf16 keeps f16's overflows finite (8 exponent bits): a product past 65504."""
+    A = np.full((64, 16), 300, BF16)
+    B = np.full((16, 64), 300, BF16)
+    D = tcsim.run("kernel7", A, B, None, block_n=64, warp_n=64, accumulate="f32",
+                  inputs="bf16", output="bf16")
+    assert (D.astype(np.float32) == np.float32(ml_dtypes.bfloat16(16 * 300.0 * 300.0))).all()
+    D16 = tcsim.run("kernel7", A.astype(np.float16), B.astype(np.float16), None, block_n=64,
+                    warp_n=64, accumulate="f32")
+    assert np.isinf(D16).all()
+
+
+def test_bf16_beta_zero_reads_no_c(rng):
+    A, B, _, _, _ = operands(rng, 72, 64, 40, "bf16", "bf16")
+    C = np.full((72, 64), np.nan, BF16)
+    for name in HOPPER_KERNELS:
+        D = tcsim.run(name, A, B, C, -1.5, 0.0, inputs="bf16", output="bf16", accumulate="f32")
+        assert np.array_equal(D.view(np.uint16),
+                              by_hand(A, B, C, -1.5, 0.0, "bf16", "bf16", 256))
+
+
+@pytest.mark.parametrize("name", list(HOPPER_KERNELS))
+def test_refusals_name_the_problem(name, rng):
+    A, B, C, _, _ = operands(rng, 64, 64, 64)
+    with pytest.raises(ProblemSizeError, match=r"K=60 is not a multiple of 8.*16 bytes"):
+        tcsim.run(name, A[:, :60], B[:60], C)
+    with pytest.raises(ProblemSizeError, match=r"N=60 is not a multiple of 8"):
+        tcsim.run(name, A, B[:, :60], C[:, :60])
+    with pytest.raises(ProblemSizeError, match=r"K=60"):
+        tcsim.trace(name, 64, 64, 60)
+    with pytest.raises(ValueError, match=r"bf16 inputs accumulate in f32.*accumulate='f16'"):
+        tcsim.run(name, A.astype(BF16), B.astype(BF16), C, inputs="bf16", accumulate="f16")
+    with pytest.raises(TypeError, match=r"A must be bfloat16.*float16"):
+        tcsim.run(name, A, B, C, inputs="bf16", accumulate="f32")
+    with pytest.raises(TypeError, match=r"C must be bfloat16"):
+        tcsim.run(name, A, B, C, output="bf16", accumulate="f32")
+    with pytest.raises(ValueError, match=r"inputs must be 'f16', 'bf16' or 'f32'"):
+        tcsim.run(name, A, B, C, inputs="e4m3")
+
+
+def test_the_simt_rungs_keep_their_rule(rng):
+    A, B, C, _, _ = operands(rng, 200, 128, 64)
+    with pytest.raises(ProblemSizeError, match=r"M=200 is not a multiple of block_m=\d+"):
+        tcsim.run("kernel2", A, B, C)
+    with pytest.raises(ValueError, match=r"bf16 inputs and outputs run on the Hopper rungs"):
+        tcsim.run("kernel2", A.astype(BF16), B.astype(BF16), C, inputs="bf16",
+                  accumulate="f32")
+
+
+def test_a_box_past_the_maps_edge_is_caught(rng):
+    """The planted kernel7-no-edge-fill describes A and B padded to whole tiles: on a ragged
+    shape its edge boxes read past the matrices (no fill), caught as a bad address at the
+    first such box; on a shape the tiles divide it is kernel7."""
+    A, B, C, alpha, beta = operands(rng, 200, 256, 1000)
+    with pytest.raises(GlobalMemoryError, match=r"A_tma.*block \(1, 0\).*A\[200, 0\], past "
+                       r"the 200x1000 matrix.*256x1000"):
+        tcsim.run("kernel7-no-edge-fill", A, B, C, alpha, beta)
+    with pytest.raises(GlobalMemoryError, match="past the"):
+        tcsim.trace("kernel7-no-edge-fill", 128, 256, 1000)  # B's rows only
+    A, B, C, alpha, beta = operands(rng, 128, 256, 192)
+    assert np.array_equal(tcsim.run("kernel7-no-edge-fill", A, B, C, alpha, beta),
+                          tcsim.run("kernel7", A, B, C, alpha, beta))
+
+
+def test_zero_filled_bytes_count_as_written(rng):
+    """TMA writes a whole box, zeros past the edge: reading them is no uninitialized read, on
+    the first round of the stages (K = 8: one K tile, 56 of its 64 columns zeros)."""
+    A, B, C, alpha, beta = operands(rng, 8, 8, 8)
+    tcsim.run("kernel7", A, B, C, alpha, beta, checks="raise")
+    assert not tcsim.trace("kernel10", 8, 8, 8, exhaustive=True, checks="collect",
+                           beta=1.0).problems
+
+
+@pytest.mark.parametrize("name", list(HOPPER_KERNELS))
+@pytest.mark.parametrize("shape", [(200, 264, 104), (136, 520, 72), (8, 8, 8)])
+def test_the_trace_counts_edge_tiles_as_an_exhaustive_trace(name, shape):
+    M, N, K = shape
+    fast = tcsim.trace(name, M, N, K, beta=1.0, accumulate="f32").totals
+    every = tcsim.trace(name, M, N, K, beta=1.0, accumulate="f32", exhaustive=True).totals
+    assert fast == every
+
+
+@pytest.mark.parametrize("name", list(HOPPER_KERNELS))
+def test_tma_bytes_are_the_elements_inside(name):
+    """With 32-byte rows (K and N multiples of 16), TMA brings each block row of tiles all of
+    A's rows it covers and each block column B's, nothing of the zero fill: M * K * 2 bytes
+    per block column plus K * N * 2 per block row; kernel10's TMA stores write D once."""
+    M, N, K = 200, 272, 96
+    totals = tcsim.trace(name, M, N, K, beta=1.0).totals
+    grid_m, grid_n = 2, 2  # 128 x 256 tiles
+    assert totals["l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"] == \
+        2 * (M * K * grid_n + K * N * grid_m) + (2 * M * N if name == "kernel10" else 0)
+    written = totals["l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum"]
+    assert written == (2 * M * N if name == "kernel10" else 0)
+    if name == "kernel7":  # the predicated epilogue: 8 rows of 16 bytes a request
+        stores = totals["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"]
+        assert stores == -(-M // 8) * (N // 8)
+
+
+def test_explain_takes_ragged_bf16_traces():
+    """The speed model has a rate for wgmma .bf16 (f16's) and counts the padded work."""
+    ragged = tcsim.trace("kernel10", 1000, 776, 1000, beta=1.0, accumulate="f32",
+                         inputs="bf16", output="bf16")
+    whole = tcsim.trace("kernel10", 1024, 1024, 1024, beta=1.0, accumulate="f32")
+    assert ragged.explain().seconds == pytest.approx(whole.explain().seconds, rel=0.2)
