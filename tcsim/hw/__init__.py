@@ -14,6 +14,7 @@ GPU function runs, and without a usable GPU those functions raise `HardwareUnava
 message says why (no CuPy, no driver, no device).
 """
 
+from .check import TwinCheck, assert_twin_matches, check_twin
 from .isa.mma import mma, mma_regs
 from .isa.wgmma import wgmma, wgmma_regs
 from .kernels import run
@@ -24,4 +25,5 @@ from .runtime import HardwareUnavailable, available, device_name, unavailable_re
 __all__ = [
     "HardwareUnavailable", "Launch", "available", "device_name", "mma", "mma_regs", "profile",
     "run", "unavailable_reason", "wgmma", "wgmma_regs",
+    "TwinCheck", "assert_twin_matches", "check_twin",
 ]
