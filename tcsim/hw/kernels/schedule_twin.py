@@ -487,9 +487,16 @@ class _Writer:
         they are used, the per-thread constant loads arrive while the block stores its tiles,
         and Nsight Compute counts shared-store conflicts that depend on timing (measured on the
         H100 with kernel4's generated twin). Volatile, so that the compiler cannot read them
-        again later."""
-        return [f"  const int tp{i} = *(volatile const int*)&tcsim_patterns[{i}][t];"
-                for i in range(len(self.prog.patterns))]
+        again later; a barrier after every thread has them."""
+        patterns = self.prog.patterns
+        lines = [f"  const int tp{i} = *(volatile const int*)&tcsim_patterns[{i}][t];"
+                 for i in range(len(patterns))]
+        if patterns:  # wait for them (a test on all of them that never holds), then go on
+            folded = np.bitwise_xor.reduce(np.array(patterns), axis=0)
+            never = int(np.setdiff1d(np.arange(len(folded) + 1), folded)[0])
+            lines += [f"  if (({' ^ '.join(f'tp{i}' for i in range(len(patterns)))}) == "
+                      f"{never}) asm volatile(\"trap;\");", "  __syncthreads();"]
+        return lines
 
     def bases(self) -> list[str]:
         """Pointers to the block's tile of each operand the schedule touches."""
