@@ -61,8 +61,6 @@ def check_twin(kernel, M: int, N: int, K: int, *, counters: bool = True,
     for a kernel that takes them) and compare D with `tcsim.run` bit for bit and, with
     ``counters``, Nsight Compute's counters with `tcsim.trace`'s totals (those the trace
     predicts, and the ones it predicts to be 0). ``params`` override the kernel's tiles."""
-    import cupy
-
     from ..kernels import kernel_named
     from ..kernels.executor import run as simulate
     from ..trace import ASYNC_METRICS, METRICS, SHARED_LD_INST, trace
@@ -74,6 +72,8 @@ def check_twin(kernel, M: int, N: int, K: int, *, counters: bool = True,
     from .ncu import profile
 
     runtime.require()
+    import cupy
+
     kernel = kernel_named(kernel)
     p = kernel.params(**params)
     M, N, K = p.check_problem(M, N, K, kernel.name)

@@ -227,26 +227,30 @@ class Recorder(Machine):
 
     def _load_global(self, site, spelling, operand, offsets, vector):
         registers = vector * self.params.element_bytes(operand) // 4
+        issues = self._global_issues(site)
         ids, out = self._produce(offsets.shape[1:], registers)
         self._emit(Op("ld_global", site, spelling, tuple(map(int, o)), glob=g)
-                   for o, g in zip(out, self._global_issues(site)))
+                   for o, g in zip(out, issues))
         return ids
 
     def _store_global(self, site, spelling, operand, offsets, registers):
+        issues = self._global_issues(site)
         inputs = self._consume(site, "registers", registers, offsets.shape[1:])
         self._emit(Op("st_global", site, spelling, ins=tuple(map(int, i)), glob=g)
-                   for i, g in zip(inputs, self._global_issues(site)))
+                   for i, g in zip(inputs, issues))
 
     def _load_shared(self, site, spelling, addresses, width):
+        issues = self._shared_issues(site, addresses)
         ids, out = self._produce(addresses.shape, width // 4)
         self._emit(Op("ld_shared", site, spelling, tuple(map(int, o)), shared=s)
-                   for o, s in zip(out, self._shared_issues(site, addresses)))
+                   for o, s in zip(out, issues))
         return ids
 
     def _store_shared(self, site, addresses, registers):
+        issues = self._shared_issues(site, addresses)
         inputs = self._consume(site, "registers", registers, addresses.shape)
         self._emit(Op("st_shared", site, ST_SHARED, ins=tuple(map(int, i)), shared=s)
-                   for i, s in zip(inputs, self._shared_issues(site, addresses)))
+                   for i, s in zip(inputs, issues))
 
     def _copy_async(self, site, operand, offsets, addresses):
         shape = np.broadcast_shapes(offsets.shape[1:], addresses.shape)
@@ -255,15 +259,17 @@ class Recorder(Machine):
                    for s, g in zip(shared, self._global_issues(site, shape)))
 
     def _ldmatrix(self, site, spelling, addresses, rows):
+        issues = self._shared_issues(site, addresses)
         ids, out = self._produce(addresses.shape, rows.shape[-1] // 8)
         self._emit(Op("ldmatrix", site, spelling, tuple(map(int, o)), shared=s)
-                   for o, s in zip(out, self._shared_issues(site, addresses)))
+                   for o, s in zip(out, issues))
         return ids
 
     def _stmatrix(self, site, spelling, addresses, rows, registers):
+        issues = self._shared_issues(site, addresses)
         inputs = self._consume(site, "registers", registers, addresses.shape)
         self._emit(Op("stmatrix", site, spelling, ins=tuple(map(int, i)), shared=s)
-                   for i, s in zip(inputs, self._shared_issues(site, addresses)))
+                   for i, s in zip(inputs, issues))
 
     def _mma(self, site, a, b, c):
         q = self.params.qualifier
@@ -378,18 +384,15 @@ def program(kernel, M: int, N: int, K: int, beta: float = 0.0, **params) -> Prog
 
 @lru_cache(maxsize=16)
 def _program(kernel, p, M: int, N: int, K: int, reads_c: bool) -> Program:
-    if p.producers or p.persistent_blocks or \
-            kernel.launch_shape(p, M, N) != (p.grid(M, N), (p.threads,)):
-        raise UnsupportedScheduleError(
-            f"{kernel.name}: the CUDA twin generator mirrors one block per tile of "
-            f"{p.threads} threads; warp-specialized or persistent blocks and other launch "
-            f"shapes it cannot; {HAND_WRITTEN}")
-    if kernel.local_bytes(p):
-        raise UnsupportedScheduleError(f"{kernel.name}: the CUDA twin generator cannot mirror "
-                                       f"local memory; {HAND_WRITTEN}")
     patterns: dict = {}
     grid_n, grid_m = p.grid(M, N)
     first = record(kernel, p, M, N, K, float(reads_c), (0, 0), patterns)
+    if p.producers or p.persistent_blocks or \
+            kernel.launch_shape(p, M, N) != (p.grid(M, N), (p.threads,)):
+        raise UnsupportedScheduleError(
+            f"{kernel.name}: the CUDA twin generator mirrors one block per tile of D, of "
+            f"{p.threads} threads; not warp-specialized or persistent blocks or another launch "
+            f"shape; {HAND_WRITTEN}")
     if (grid_m, grid_n) != (1, 1):
         last = record(kernel, p, M, N, K, float(reads_c), (grid_m - 1, grid_n - 1), patterns)
         _same_blocks(kernel.name, first.stream, last.stream, (grid_m - 1, grid_n - 1))
