@@ -45,6 +45,17 @@ def test_kernel4s_generated_twin_matches_the_simulator(accumulate):
         assert result.ok, str(result)
 
 
+def test_a_pipelines_generated_twin_loops_over_its_stages_and_matches():
+    """kernel6 (cp.async, four stages): its generated twin's steady state is a loop over four
+    K tiles at a time (tests/kernels/test_schedule_twin.py), checked here on the GPU."""
+    for M, N, K in [(256, 256, 832), (128, 384, 256)]:
+        result = check_twin(tcsim.kernel6, M, N, K, generated=True)
+        log_hw({"test": "generated_twin_pipeline", "kernel": "kernel6", "shape": [M, N, K],
+                "mismatches": result.mismatch_count, "counters": result.counters,
+                "device": runtime.device_name()})
+        assert result.ok, str(result)
+
+
 def test_hw_run_takes_a_users_kernel():
     import numpy as np
 

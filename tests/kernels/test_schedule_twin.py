@@ -84,6 +84,16 @@ def test_a_uniform_k_loop_stays_a_loop():
     assert "for (int k" not in unrolled
 
 
+def test_a_pipeline_loops_over_its_stages():
+    """kernel6's four stages rotate: its steady state repeats every four K tiles."""
+    text = schedule_twin.source(tcsim.kernel6, 128, 128, 32 * 26)
+    assert "for (int k = 0; k < 20; k += 4) {" in text  # 23 steady iterations: 5 steps of 4
+    assert text.count("// K tile") == 3 + 3  # the 3 left over, and the drain's 3
+    unrolled = schedule_twin.source(tcsim.kernel6, 128, 128, 32 * 26, loops=False)
+    assert text_executions(unrolled, tcsim.kernel6, 128, 128) == \
+        trace_executions(tcsim.kernel6, 128, 128, 32 * 26)
+
+
 def test_the_epilogue_is_one_epilogue_pair_per_f16_pair_of_a_thread():
     p = tcsim.kernel4.defaults
     text = schedule_twin.source(tcsim.kernel4, 512, 256, 320, beta=0.5)

@@ -41,6 +41,7 @@ from ...kernels.machine import CP_ASYNC, ST_SHARED, Machine
 
 WARP = 32
 CONSTANT_BYTES = 64 * 1024  # __constant__ memory a module may hold
+MAX_STEP = 8  # the most K tiles one step of a generated loop covers (a pipeline's stages)
 HAND_WRITTEN = ("write its CUDA by hand and compare it with the schedule through "
                 "tcsim.hw.verify(kernel, 'my_kernel.cu', M, N, K)")
 
@@ -518,27 +519,28 @@ class _Writer:
     # ---- loops ---------------------------------------------------------------------------
 
     def loop(self, number: int, loop: Loop) -> None:
-        plan = self.loops and _loop_plan(number, loop, self.uses)
+        plan, step = None, 1
+        for step in range(1, MAX_STEP + 1) if self.loops else ():
+            plan = _loop_plan(number, loop, self.uses, step)
+            if plan:
+                break
         if not plan:
-            for i, body in enumerate(loop.iterations):
-                self.lines.append(f"  // K tile {loop.start + i}")
-                for op in body:
-                    self.op(op, None)
+            self.unrolled(loop.start, loop.iterations)
             return
-        positions, carried = plan
-        first = loop.iterations[0]
+        positions, carried, steps = plan
         body_names = {var: f"b{number}_{q}" for var, q in positions[0].items()}
         self.lines.append(f"  uint32_t {', '.join(body_names.values())};")
-        # a value one iteration hands the next: its own variable, set at the end of the body
+        # a value one step hands the next: its own variable, set at the end of the body
         carry_names = {}
         for outer, q in carried.values():
             if (outer, q) not in carry_names:
                 carry_names[outer, q] = f"c{number}_{len(carry_names)}"
                 self.lines.append(f"  uint32_t {carry_names[outer, q]} = {self.name(outer)};")
-        n = len(loop.iterations)
-        self.lines.append(f"  for (int k = {loop.start}; k < {loop.start + n}; k++) {{")
+        end = loop.start + len(steps) * step
+        advance = f"k += {step}" if step > 1 else "k++"
+        self.lines.append(f"  for (int k = {loop.start}; k < {end}; {advance}) {{")
         inner = dict(body_names)
-        for j, op in enumerate(first):
+        for j, op in enumerate(steps[0]):
             reads = [carry_names[carried[j, s]] if (j, s) in carried else
                      inner.get(v) or self.name(v) for s, v in enumerate(op.ins)]
             self.op(op, loop.start, reads, [inner[v] for v in op.outs], indent="    ")
@@ -546,8 +548,15 @@ class _Writer:
         for (_, q), name in carry_names.items():
             self.lines.append(f"    {name} = {by_q[q]};")
         self.lines.append("  }")
-        for var, q in positions[-1].items():  # after the loop: its last iteration's values
+        for var, q in positions[-1].items():  # after the loop: its last step's values
             self.names[var] = by_q[q]
+        self.unrolled(end, loop.iterations[end - loop.start:])  # what whole steps leave
+
+    def unrolled(self, start: int, iterations: list[list[Op]]) -> None:
+        for i, body in enumerate(iterations):
+            self.lines.append(f"  // K tile {start + i}")
+            for op in body:
+                self.op(op, None)
 
     # ---- instructions --------------------------------------------------------------------
 
@@ -678,15 +687,18 @@ def _uses(stream) -> dict[int, set]:
     return out
 
 
-def _loop_plan(number: int, loop: Loop, uses: dict):
-    """How to write ``loop`` as a CUDA loop, or None when its iterations differ: each
-    iteration's variables by position, and the reads that one iteration hands the next
-    ((instruction, slot) -> (the variable read in the first iteration, the position the
-    previous iteration wrote it at))."""
-    iterations = loop.iterations
-    n = len(iterations)
+def _loop_plan(number: int, loop: Loop, uses: dict, step: int = 1):
+    """How to write ``loop`` as a CUDA loop over ``step`` K tiles at a time (a pipeline's
+    stages rotate, so its iterations repeat every ``stages``), or None when those steps
+    differ: the steps' instructions, each step's variables by position, and the reads that
+    one step hands the next ((instruction, slot) -> (the variable read in the first step, the
+    position the previous step wrote it at)). Iterations after the last whole step are left
+    to be unrolled."""
+    n = len(loop.iterations) // step
     if n < 2:
         return None
+    iterations = [[op for body in loop.iterations[i * step:(i + 1) * step] for op in body]
+                  for i in range(n)]
     positions = []
     for body in iterations:
         where: dict[int, int] = {}
@@ -696,7 +708,7 @@ def _loop_plan(number: int, loop: Loop, uses: dict):
         positions.append(where)
 
     def shape(i: int) -> list:
-        here, k = positions[i], loop.start + i
+        here, k = positions[i], loop.start + i * step
         out = []
         for op in iterations[i]:
             glob = op.glob and (*op.glob[:3], op.glob[3] - k)
@@ -715,19 +727,20 @@ def _loop_plan(number: int, loop: Loop, uses: dict):
                 continue
             later = [iterations[i][j].ins[s] for i in range(1, n)]
             if all(v == x for v in later):
-                continue  # the same value every iteration
+                continue  # the same value every step
             qs = {positions[i - 1].get(v) for i, v in zip(range(1, n), later)}
             if len(qs) != 1 or None in qs:
                 return None
             carried[j, s] = (x, qs.pop())
-    for i, where in enumerate(positions):  # values read outside their iteration
+    for i, where in enumerate(positions):  # values read outside their step
         for v in where:
-            for place in uses.get(v, ()):
-                if place == (number, i) or place == (number, i + 1):
+            for loop_number, iteration in uses.get(v, ()):
+                inside = loop_number == number and iteration < n * step
+                if inside and iteration // step in (i, i + 1):
                     continue
-                if place[0] == number or i != n - 1:
+                if inside or i != n - 1:
                     return None
-    return positions, carried
+    return positions, carried, iterations
 
 
 def launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0, label: str = ""):
