@@ -20,7 +20,8 @@ data stays in its thread (no value moves between lanes or warps); registers are 
 never computed on (the epilogue's ``f16(alpha * acc + beta * C)`` is the machine's
 `Machine.epilogue_words`, which the twin issues as ``epilogue_pair``); every warp issues every
 instruction (addresses shaped ``(warps, ..., 32)``, all lanes active); every block issues the
-same instructions relative to its tile. The mma.sync family only: ``ld.global``,
+same instructions relative to its tile (checked on the grid's corners, edges' middles and
+centre). The mma.sync family only: ``ld.global``,
 ``st.global``, ``ld.shared``, ``st.shared``, ``cp.async`` with its groups, ``ldmatrix``,
 ``stmatrix``, ``mma.sync``, ``bar.sync``. wgmma, TMA, mbarriers, roles, WMMA, local memory and
 persistent blocks are refused, naming `tcsim.hw.verify` for a twin written by hand.
@@ -374,7 +375,7 @@ def _flatten(stream) -> Iterator[Op]:
 
 def program(kernel, M: int, N: int, K: int, beta: float = 0.0, **params) -> Program:
     """The instructions of ``kernel``'s schedule on an (M, N, K) problem (``params``
-    override its tiles), checked to be the same for every block (its first and last)."""
+    override its tiles), checked to be the same for every block (`_program`)."""
     from ...kernels import kernel_named
 
     kernel = kernel_named(kernel)
@@ -394,9 +395,11 @@ def _program(kernel, p, M: int, N: int, K: int, reads_c: bool) -> Program:
             f"{kernel.name}: the CUDA twin generator mirrors one block per tile of D, of "
             f"{p.threads} threads; not warp-specialized or persistent blocks or another launch "
             f"shape; {HAND_WRITTEN}")
-    if (grid_m, grid_n) != (1, 1):
-        last = record(kernel, p, M, N, K, float(reads_c), (grid_m - 1, grid_n - 1), patterns)
-        _same_blocks(kernel.name, first.stream, last.stream, (grid_m - 1, grid_n - 1))
+    # the grid's corners and one block inside stand for every block
+    others = {(r, c) for r in {0, grid_m - 1, grid_m // 2} for c in {0, grid_n - 1, grid_n // 2}}
+    for block in sorted(others - {(0, 0)}):
+        other = record(kernel, p, M, N, K, float(reads_c), block, patterns)
+        _same_blocks(kernel.name, first.stream, other.stream, block)
     vectors = [np.frombuffer(key, np.int32) for key in patterns]
     return Program(kernel, p, (M, N, K), first.stream, vectors)
 
