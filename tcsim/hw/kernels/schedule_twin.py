@@ -10,7 +10,8 @@ instruction receives say exactly which variable feeds each of its operand regist
 warp-wide instruction is recorded with its PTX spelling (the Machine's, which the tracer
 counts) and every thread's address as a pattern plus a literal: the patterns, the distinct
 per-thread vectors, sit in a ``__constant__`` table. So the twin issues the schedule's
-instructions, at the schedule's addresses, in the schedule's order: its D bits are
+instructions, at the schedule's addresses, in the schedule's order (but the epilogue's global
+loads, arithmetic and stores, which go store by store: `_near_use`): its D bits are
 `tcsim.run`'s and its Nsight Compute counters `tcsim.trace`'s. A K loop whose iterations issue
 the same instructions (global coordinates a whole number of K tiles apart) stays a loop;
 another is unrolled.
