@@ -15,6 +15,7 @@ GPU function runs, and without a usable GPU those functions raise `HardwareUnava
 message says why (no CuPy, no driver, no device).
 """
 
+from .check import TwinCheck, assert_twin_matches, check_twin
 from .isa.mma import mma, mma_regs
 from .isa.wgmma import wgmma, wgmma_regs
 from .kernels import run
@@ -30,7 +31,7 @@ from .runtime import (
 from .verify import Verification, check_compiles, verify
 
 __all__ = [
-    "CompileError", "HardwareUnavailable", "Launch", "Verification", "available",
-    "check_compiles", "device_name", "mma", "mma_regs", "profile", "run", "unavailable_reason",
-    "verify", "wgmma", "wgmma_regs",
+    "CompileError", "HardwareUnavailable", "Launch", "TwinCheck", "Verification",
+    "assert_twin_matches", "available", "check_compiles", "check_twin", "device_name", "mma",
+    "mma_regs", "profile", "run", "unavailable_reason", "verify", "wgmma", "wgmma_regs",
 ]

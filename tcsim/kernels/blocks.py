@@ -244,24 +244,6 @@ def epilogue(m: Machine, acc: np.ndarray,
 
 
 def epilogue_words(m: Machine, acc: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """D's f16 pairs ``f16(alpha * acc + beta * C)``, element by element, each step an f32
-    operation rounded to nearest (mul.rn, mul.rn, add.rn, then cvt.rn.f16.f32; NaN comes out
-    as 0x7fff; with ``output="bf16"`` C and D are bf16 pairs, cvt.rn.bf16.f32, NaN 0x7fff);
-    with beta 0 (either sign) ``f16(alpha * acc)``, whatever C holds. ``acc``:
-    (..., 32, registers), m16n8 accumulators; ``c``: C's words (f16 pairs) at the same places,
-    (..., pairs, 32), pair 0 the accumulator's elements 0 and 1. Returns D's words like
-    ``c``."""
-    out = m.params.output_dtype  # f16, or bf16 on the Hopper rungs
-    c = np.ascontiguousarray(c, np.uint32)[..., None].view(out).astype(np.float32)
-    if m.params.accumulate == "f16":
-        acc = acc.view(np.float16).astype(np.float32)
-    else:
-        acc = acc.view(np.float32)
-    # Elements 0..3 of a lane are pairs (0, 1) and (2, 3): move the pair axis before the lanes.
-    acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)
-    with np.errstate(over="ignore", invalid="ignore"):
-        # BLAS: with beta 0, C is not read, so its NaN, infinities and zero signs never reach D
-        d = (m.alpha * acc + m.beta * c if m.reads_c else m.alpha * acc).astype(out)
-    bits = d.view(np.uint16)
-    bits[np.isnan(d)] = 0x7FFF
-    return np.ascontiguousarray(bits).view(np.uint32)[..., 0]
+    """D's f16 pairs ``f16(alpha * acc + beta * C)``: the machine's epilogue arithmetic
+    (`Machine.epilogue_words`, which a twin generator records as one instruction)."""
+    return m.epilogue_words(acc, c)

@@ -6,8 +6,9 @@ for sm_90a); a seed kernel's is the hand-written ``<name>.cu``. A twin is compil
 kernel's parameters as ``-D`` constants (`Kernel.defines`), launched as `Kernel.launch_shape`
 says (the ladder: a (N / block_n, M / block_m) grid of ``threads``-thread blocks) with the
 block's bytes of dynamic shared memory (`Kernel.shared_bytes`: what the tiles span, padding
-included). The hw room knows the kernels only through that
-interface: name, schedule, parameters, defines, launch shape.
+included). The hw room knows the kernels only through that interface: name, schedule,
+parameters, defines, launch shape. A kernel with neither (a user's) gets a twin generated from
+its schedule for the problem at hand (`schedule_twin`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from .. import runtime
 from ..launch import Launch, launch
+from . import schedule_twin
 
 
 def twin_launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
@@ -56,7 +58,21 @@ def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0,
     nothing is copied or checked). ``source`` (CUDA text), ``entry``, ``include`` and more
     ``defines``: a user's own file in place of the twin (`tcsim.hw.verify`)."""
     (M, K), N = A.shape, B.shape[1]
+    if generated(kernel) and not source:
+        return schedule_twin.launch(kernel, p, A, B, C, D, alpha, beta, label)
     return Launch(source or kernel.source, entry or kernel.entry, *kernel.launch_shape(p, M, N),
                   [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
                   {**kernel.defines(p), **(defines or {})}, kernel.shared_bytes(p), kernel.arch,
                   tuple(kernel.tensor_maps(p, M, N, K)), tuple(include))
+
+
+def generated(kernel) -> bool:
+    """Whether ``kernel``'s twin is generated from its schedule: it has no template schedule
+    (``Kernel.twin_schedule``) and is not one of tcsim's own kernels, whose twins without one
+    are hand-written."""
+    from ...kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS
+    from ...kernels.planted import PLANTED
+
+    builtin = any(kernel is k for kernels in (KERNELS, HOPPER_KERNELS, SEED_KERNELS, PLANTED)
+                  for k in kernels.values())
+    return not kernel.twin_schedule and not builtin
