@@ -39,7 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...isa.fragments import mma_fragment
-from ...kernels.machine import CP_ASYNC, ST_SHARED, Machine
+from ...kernels.machine import CP_ASYNC, OFF, ST_SHARED, Machine
 
 WARP = 32
 CONSTANT_BYTES = 64 * 1024  # __constant__ memory a module may hold
@@ -134,8 +134,11 @@ class Recorder(Machine):
 
     # ---- addresses -----------------------------------------------------------------------
 
-    def global_elements(self, site, operand, rows, cols, k_tile, vector):
-        offsets = super().global_elements(site, operand, rows, cols, k_tile, vector)
+    def global_elements(self, site, operand, rows, cols, k_tile, vector, clip=False):
+        offsets = super().global_elements(site, operand, rows, cols, k_tile, vector, clip)
+        if clip and (offsets == OFF).any():
+            raise self._refuse(site, "lanes predicated off at the matrix's edge (a ragged "
+                                     "shape): the generated twin moves every lane")
         p, row, col = self.params, int(self.block_rows[0]), int(self.block_cols[0])
         k_tile = int(k_tile) if operand in ("A", "B") else 0  # C and D have no K tiles
         ncols = self.shapes[operand][1]
