@@ -55,10 +55,22 @@ class Gpu:
                              f"known: {', '.join(sorted(self.tensor))}")
         return self.tensor[family].value
 
-    def clock_hz(self, wgmma: bool) -> float:
+    def clock_hz(self, wgmma: bool, accumulate: str | None = None,
+                 busy_sms: int | None = None) -> float:
         """The SM clock the model assumes: under an mma.sync load (``clock_ghz``), or for a
-        wgmma kernel the clock under a wgmma load of random data (``clock_ghz_wgmma``)."""
-        return (self["clock_ghz_wgmma"] if wgmma else self["clock_ghz"]) * 1e9
+        wgmma kernel the clock under a wgmma load of random data (``clock_ghz_wgmma``).
+
+        Where the description has the clock of a wgmma GEMM per accumulator type
+        (``clock_ghz_wgmma_gemm_f16``, ``_f32``: all SMs busy, held by the power cap), a wgmma
+        kernel with ``accumulate`` runs at that clock, raised when only ``busy_sms`` SMs work:
+        the cap holds the busy SMs' power, which grows about as the cube of the clock (the
+        voltage rises with it), up to the clock of a tensor load the cap does not hold
+        (``clock_ghz_tensor_uncapped``)."""
+        gemm = f"clock_ghz_wgmma_gemm_{accumulate}"
+        if not wgmma or gemm not in self.constants:
+            return (self["clock_ghz_wgmma"] if wgmma else self["clock_ghz"]) * 1e9
+        share = self["sms"] / max(busy_sms or self["sms"], 1)
+        return min(self["clock_ghz_tensor_uncapped"], self[gemm] * share ** (1 / 3)) * 1e9
 
 
 def tensor_family(qualifier: str) -> str:

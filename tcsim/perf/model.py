@@ -89,6 +89,7 @@ class Explanation:
     reason: str  # the limiter in words
     advice: str  # what the next rung should change
     details: dict = field(default_factory=dict)
+    launch: float = 0.0  # seconds: the launch's fixed cost, before any block runs
 
     @property
     def tflops(self) -> float:
@@ -106,7 +107,8 @@ class Explanation:
                  f"({o.limiter}; {o.registers_per_thread} registers a thread from "
                  f"{o.registers_source}); {self.waves} waves ({self.full_waves:.2f} full)",
                  "  unit      seconds     share of predicted time"]
-        for unit, seconds in [*self.units.items(), ("latency", self.latency)]:
+        for unit, seconds in [*self.units.items(), ("latency", self.latency),
+                              ("launch", self.launch)]:
             lines.append(f"  {unit:<8} {seconds * 1e3:9.3f} ms  {seconds / self.seconds:6.0%}")
         lines.append(f"  next: {self.advice}")
         return "\n".join(lines)
@@ -143,9 +145,11 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     sites = list(trace.sites.values())
     wgmma = any(s.space == "wgmma" for s in sites)
     occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), shared)
-    B, sms, hz = occ.blocks_per_sm, int(g["sms"]), g.clock_hz(wgmma)
+    B, sms = occ.blocks_per_sm, int(g["sms"])
     tiles = (M // p.block_m) * (N // p.block_n)
     concurrent = min(B * sms, blocks_launched(p, M, N))
+    busy = min(sms, math.ceil(concurrent / B))  # SMs with a block; the others idle
+    hz = g.clock_hz(wgmma, p.accumulate, busy)
     k_tiles = max(trace.pipeline.get("k_tiles", K // p.block_k), 1)
 
     # One tile's work per unit, in SM cycles; the mainloop's alone (A, B and the mma) for the chain.
@@ -155,6 +159,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     main = {u: c / tiles for u, c in _work(mainloop, g).items()}
 
     # Chip-wide: L2 and DRAM bytes.
+    tma = any(s.space == "tma" for s in mainloop)  # the main loop's tiles arrive by TMA
     l1_misses = sum(s.l2_sectors for s in sites if s.space in L1_SPACES)
     tma_sectors = sum(s.sectors for s in sites if s.space in TMA_SPACES)
     l2_bytes = (l1_misses + tma_sectors) * SECTOR
@@ -164,11 +169,14 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         dram_bytes += sum(s.sectors for s in sites if s.space == "local") * SECTOR
 
     # One block's chain per K tile (module docstring).
-    tma = any(s.space == "tma" for s in mainloop)  # the main loop's tiles arrive by TMA
     latency_global = g["tma_latency_cycles" if tma else "l2_latency_cycles"] + \
         dram_share * (g["dram_latency_cycles"] - g["l2_latency_cycles"])
     tma_rate = _tma_rate(p, g) if tma or tma_sectors else 0.0
-    rate = (tma_rate if tma else g["l2_bytes_per_s"]) / sms / hz
+    if tma:  # the busy SMs share TMA's rate; one SM alone reaches its own limit
+        rate = min(tma_rate / busy, g["tma_sm_bytes_per_s"]) / hz \
+            if "tma_sm_bytes_per_s" in g.constants else tma_rate / sms / hz
+    else:
+        rate = g["l2_bytes_per_s"] / sms / hz
     # a producer's stages but the one being computed are in flight
     prefetch = p.stages - 1 if tma else trace.pipeline.get("prefetch", 0)
     load_bytes = sum(s.l2_sectors if s.space in L1_SPACES else s.sectors
@@ -191,7 +199,12 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     else:
         chain = max(latency_global / prefetch, transfer, compute) + refill
     epilogue = _epilogue_cycles(sites, tiles, g)
-    latency_block = chain * k_tiles + epilogue
+    # TMA-fed blocks of a wave run in step and reach their epilogues together: the D tiles of
+    # every busy SM go through L2 at once (module docstring).
+    burst = _epilogue_burst(sites, tiles, busy, hz, g) if tma else 0.0
+    latency_block = chain * k_tiles + epilogue + burst
+    # the pipeline's fill: a block's first K tile waits for its copies' latency and transfer
+    fill = latency_global + transfer if tma else 0.0
 
     waves = math.ceil(tiles / concurrent)
     busiest = max(per_block, key=per_block.get)
@@ -202,10 +215,13 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
     units["l2"] = l1_misses * SECTOR / g["l2_bytes_per_s"] + \
         (tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0)
-    units["dram"] = dram_bytes / g["dram_bytes_per_s"]
-    latency = waves * exposed / hz
-    seconds = max(units[busiest] + latency, units["l2"], units["dram"])
-    candidates = {**units, "latency": latency}
+    dram_rate = g["dram_tma_gemm_bytes_per_s" if tma and "dram_tma_gemm_bytes_per_s" in
+                  g.constants else "dram_bytes_per_s"]
+    units["dram"] = dram_bytes / dram_rate
+    latency = (waves * exposed + fill) / hz
+    launch = g["launch_seconds"] if "launch_seconds" in g.constants else 0.0
+    seconds = launch + max(units[busiest] + latency, units["l2"], units["dram"])
+    candidates = {**units, "latency": latency + launch}
     limiter = max(candidates, key=candidates.get)
     if candidates[limiter] < BUSY * seconds:  # Nsight Compute's rule: no unit 60% busy
         limiter = "latency"
@@ -215,13 +231,14 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     details = {"tiles": tiles, "per_block_cycles": per_block, "chain_cycles": chain,
                "global_latency_cycles": latency_global, "transfer_cycles": transfer,
                "compute_cycles": compute, "refill_cycles": refill,
-               "epilogue_cycles": epilogue, "dram_share": dram_share, "l2_bytes": l2_bytes,
-               "dram_bytes": dram_bytes, "prefetch": prefetch, "clock_hz": hz,
-               "k_tiles": k_tiles}
+               "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
+               "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
+               "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "prefetch": prefetch,
+               "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch}
     reason = _reason(limiter, trace, occ, details, g)
     advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace))
     return Explanation(trace.kernel, (M, N, K), g.key, occ, units, latency, waves, full,
-                       seconds, limiter, reason, advice, details)
+                       seconds, limiter, reason, advice, details, launch)
 
 
 BUSY = 0.6  # a unit busy this share of the time limits the kernel; below it, latency does
@@ -271,6 +288,14 @@ def _epilogue_cycles(sites, tiles: int, g: Gpu) -> float:
         + wavefronts / g["shared_wavefronts_per_cycle"]
 
 
+def _epilogue_burst(sites, tiles: int, busy: int, hz: float, g: Gpu) -> float:
+    """Cycles a wave's epilogues wait for L2 when its blocks reach them together (TMA-fed
+    blocks run in step): the D tiles of ``busy`` SMs written at L2's rate at once."""
+    stored = sum(s.sectors for s in sites if _epilogue(s) and s.name.startswith("D_")
+                 and s.space in ("global", "tma_store")) * SECTOR / tiles
+    return stored * busy / g["l2_bytes_per_s"] * hz
+
+
 def _check_trace(trace) -> None:
     # What explain reads of a Trace, asked of the object (importing tcsim.trace here would
     # close a circle: Trace.explain calls this module).
@@ -291,8 +316,16 @@ def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
 
 def _tma_rate(p, g: Gpu) -> float:
     """Bytes per second TMA copies a GEMM's tiles at: faster when the tiles in flight come in
-    groups of block rows (their SMs ask for the same lines together) than along N."""
-    return g["l2_tma_grouped_bytes_per_s" if p.group_m > 1 else "l2_tma_rows_bytes_per_s"]
+    groups of block rows (their SMs ask for the same lines together) than along N; 64-row
+    tiles in groups have a rate of their own (`GROUPED_64`)."""
+    if p.group_m <= 1:
+        return g["l2_tma_rows_bytes_per_s"]
+    if p.block_m == 64 and GROUPED_64 in g.constants:
+        return g[GROUPED_64]
+    return g["l2_tma_grouped_bytes_per_s"]
+
+
+GROUPED_64 = "l2_tma_grouped_64_bytes_per_s"
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[float, float]:
