@@ -13,7 +13,7 @@ each variant bit for bit against `tcsim.run`. ``--table`` adds explain's predict
 measured case (no GPU needed) and prints shape, variant, TFLOP/s, % of cuBLAS, predicted time
 and error, and the model's limiter; the best variant of each shape and accumulator is marked.
 ``--fit`` searches the speed model's three fitted constants (gpus.json's ``launch_seconds``,
-``l2_tma_grouped_64_bytes_per_s``, ``dram_tma_gemm_bytes_per_s``) for the least worst error on
+``l2_tma_grouped_64_bytes_per_cycle``, ``dram_tma_gemm_bytes_per_s``) for the least worst error on
 the shapes of `FIT_SHAPES` alone, and prints the error on the others, held out.
 """
 
@@ -40,7 +40,7 @@ VARIANTS = TILE_VARIANTS[KERNEL]  # the tile variants tcsim.choose_tile compares
 FIT_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (128, 8192, 8192),
               (512, 4096, 4096)]
 FITTED = {"launch_seconds": [x * 1e-6 for x in np.arange(3.0, 7.01, 0.25)],
-          "l2_tma_grouped_64_bytes_per_s": [x * 1e12 for x in np.arange(11.0, 17.01, 0.25)],
+          "l2_tma_grouped_64_bytes_per_cycle": list(np.arange(7000.0, 11001.0, 100.0)),
           "dram_tma_gemm_bytes_per_s": [x * 1e12 for x in np.arange(2.0, 3.21, 0.1)]}
 
 
@@ -135,7 +135,7 @@ def fit(path: str, rounds: int = 2, gpu: str = "H100-SXM") -> dict[str, float]:
         for name, grid in FITTED.items():
             values[name] = min(grid, key=lambda v: max(map(abs, errors(
                 {**values, name: v}, True))))
-    built, held = (max(map(abs, errors(values, f))) for f in (True, False))
+    built, held = (max(map(abs, errors(values, f)), default=0.0) for f in (True, False))
     print(", ".join(f"{k} {v:.4g}" for k, v in values.items()))
     print(f"max |error|: {built:.1%} on the fitted shapes, {held:.1%} held out")
     return values

@@ -13,6 +13,7 @@ programming guide's per-SM limits; the others come from published figures and ar
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -56,21 +57,28 @@ class Gpu:
         return self.tensor[family].value
 
     def clock_hz(self, wgmma: bool, accumulate: str | None = None,
-                 busy_sms: int | None = None) -> float:
+                 busy_sms: int | None = None, seconds: float | None = None) -> float:
         """The SM clock the model assumes: under an mma.sync load (``clock_ghz``), or for a
         wgmma kernel the clock under a wgmma load of random data (``clock_ghz_wgmma``).
 
-        Where the description has the clock of a wgmma GEMM per accumulator type
-        (``clock_ghz_wgmma_gemm_f16``, ``_f32``: all SMs busy, held by the power cap), a wgmma
-        kernel with ``accumulate`` runs at that clock, raised when only ``busy_sms`` SMs work:
-        the cap holds the busy SMs' power, which grows about as the cube of the clock (the
-        voltage rises with it), up to the clock of a tensor load the cap does not hold
-        (``clock_ghz_tensor_uncapped``)."""
+        Where the description has the clock the power cap settles a wgmma GEMM at, per
+        accumulator type (``clock_ghz_wgmma_gemm_f16``, ``_f32``, all SMs busy), a wgmma kernel
+        with ``accumulate`` runs at that clock, raised when only ``busy_sms`` SMs work (the
+        cap holds the busy SMs' power, which grows about as the cube of the clock, the voltage
+        rising with it) up to the clock of a tensor load the cap does not hold
+        (``clock_ghz_tensor_uncapped``). A kernel of ``seconds`` starts at that uncapped clock
+        and falls to the capped one with the time constant ``clock_cap_seconds``: its mean
+        clock over the run."""
         gemm = f"clock_ghz_wgmma_gemm_{accumulate}"
         if not wgmma or gemm not in self.constants:
             return (self["clock_ghz_wgmma"] if wgmma else self["clock_ghz"]) * 1e9
         share = self["sms"] / max(busy_sms or self["sms"], 1)
-        return min(self["clock_ghz_tensor_uncapped"], self[gemm] * share ** (1 / 3)) * 1e9
+        top = self["clock_ghz_tensor_uncapped"]
+        capped = min(top, self[gemm] * share ** (1 / 3))
+        if seconds is not None and seconds > 0 and "clock_cap_seconds" in self.constants:
+            x = seconds / self["clock_cap_seconds"]
+            capped += (top - capped) * -math.expm1(-x) / x
+        return capped * 1e9
 
 
 def tensor_family(qualifier: str) -> str:
