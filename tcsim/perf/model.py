@@ -32,6 +32,8 @@ and the block's chain per K tile, what one block waits for when it is alone on t
   no warp of the block computes).
 - after the last K tile, the epilogue (the C and D sites): a global latency when it reads C,
   its L1 sectors and its shared wavefronts. A TMA store is asynchronous and not waited for.
+  A TMA-fed kernel's blocks run in step, so they reach their epilogues together: each waits
+  for the D tiles of every busy SM to go through L2 at L2's rate (the epilogue's burst).
 
 An SM finishes a wave of ``B`` blocks in ``B x W + max(L - W, 0)``, W the busiest unit's work
 of one block and L one block's chain: the unit does every block's work, and one block's waits
@@ -39,22 +41,32 @@ beyond its own work stay exposed (the blocks of an SM leave their barriers and r
 pipelines at the same moments; the form of Hong and Kim's analytical model, ISCA 2009). With
 one block per SM that is the chain. The kernel takes ``ceil(tiles / (B x SMs))`` waves
 (persistent blocks: tiles over the blocks launched); the last may be partly empty (the
-tail). Chip-wide, the L2 bytes over the L2 bandwidth (TMA copies at TMA's rate) and the DRAM
-bytes over the DRAM bandwidth bound the time too. TMA's rate is the one measured for a GEMM's
+tail). A TMA pipeline is filled once: the first K tile's latency and transfer. Chip-wide, the
+L2 bytes over the L2 bandwidth (TMA copies at TMA's rate) and the DRAM bytes over the DRAM
+bandwidth (a TMA kernel's at the rate DRAM streams a GEMM's boxes) bound the time too, and a
+launch adds its fixed cost. TMA's rate is the one measured for a GEMM's
 tiles copied in the same order with nothing computed: when the tiles in flight are taken in
 groups of block rows, SMs ask for the same lines at about the same time, and the L2 serves
 them with fewer lookups (measured: Nsight Compute's L2 lookups are 0.59 of TMA's bytes in
-kernel8's order, 0.97 along N), so the copies run faster. DRAM bytes come from an L2 reuse
+kernel8's order, 0.97 along N), so the copies run faster; 64-row tiles in groups have a rate
+of their own, per SM cycle. An SM's copies take its share of that rate among the busy SMs, up
+to what one SM alone reaches. DRAM bytes come from an L2 reuse
 model: the tiles of one wave (in the kernel's tile order) read each A row-panel and B
 column-panel they share once; the next wave reads them again unless A and B fit in L2. Local
 memory goes to DRAM when the resident threads' local bytes do not fit in half of L2.
 
 Cycles become seconds at the clock the GPU holds under the kernel's tensor load: the clock
-measured under an mma.sync load, or under a wgmma load of random data for a wgmma kernel (the
-power cap lowers it). The largest term is the limiter; a unit busy less than 60% of the
-predicted time is not, and latency is (Nsight Compute's rule). When L1's data pipe limits and
+measured under an mma.sync load; for a wgmma kernel, the clock the power cap allows a wgmma
+GEMM (`Gpu.clock_hz`): lower with f32 accumulators than with f16 (more power), higher when
+fewer SMs are busy, and higher for a short kernel, as the cap pulls the clock down from the
+uncapped one over tens of microseconds (the kernel's time and its mean clock are found
+together). The largest term is the limiter; a unit busy less than 60% of the
+predicted time is not, and latency is (Nsight Compute's rule); latency whose launch and fill
+make a quarter of the time is a small problem's. When L1's data pipe limits and
 most of its wavefronts are shared memory's, the limiter is named "shared". Every constant comes
-from the GPU description; nothing is fitted to a kernel.
+from the GPU description, with its source; three of them (the launch's cost, 64-row tiles' TMA
+rate, DRAM's rate for TMA boxes) are fitted on named shapes of issue 35's sweep
+(`benchmarks/bench_sweep.py --fit`), the others measured; none is fitted to one kernel.
 """
 
 from __future__ import annotations
@@ -249,14 +261,19 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
                "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
                "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "prefetch": prefetch,
-               "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch}
+               "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch, "sms": sms,
+               "fixed_share": (launch + fill / hz) / seconds}
     reason = _reason(limiter, trace, occ, details, g)
-    advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace))
+    advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace)) \
+        if not (limiter == "latency" and details["fixed_share"] >= SMALL) else \
+        ("more, smaller tiles to busy every SM (tcsim.choose_tile compares a kernel's) or "
+         "split-K; several problems in one launch share its fixed cost")
     return Explanation(trace.kernel, (M, N, K), g.key, occ, units, latency, waves, full,
                        seconds, limiter, reason, advice, details, launch)
 
 
 CLOCK_ROUNDS = 8  # the clock and the time agree to 1e-6 within a few rounds
+SMALL = 0.25  # latency, and the launch and the fill are this share of it: a small problem
 BUSY = 0.6  # a unit busy this share of the time limits the kernel; below it, latency does
 SHARED_SHARE = 0.5  # L1's data pipe limits and this share of it is shared memory's: "shared"
 L1_SPACES = ("global", "async", "local")
@@ -378,6 +395,11 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
                     "conflicts (as many as the ideal)")
         return (f"shared-memory bank conflicts: {wave / 1e6:,.1f}M wavefronts, "
                 f"{wave / max(ideal, 1):.1f}x the ideal {ideal / 1e6:,.1f}M")
+    if limiter == "latency" and d["fixed_share"] >= SMALL:
+        return (f"a small problem: {d['tiles']} tile(s) keep {d['busy_sms']} of {d['sms']} SMs "
+                f"busy; the launch's fixed cost ({d['launch_seconds'] * 1e6:.1f} us) and the "
+                f"pipeline's fill ({d['fill_cycles']:.0f} cycles) are {d['fixed_share']:.0%} "
+                "of the time")
     if limiter == "latency":
         return (f"latency: one block's K tile takes ~{d['chain_cycles']:.0f} cycles alone "
                 f"(global loads {d['global_latency_cycles']:.0f} cycles of latency behind "
