@@ -3,8 +3,10 @@ source (``gpus.json`` beside this module).
 
 The H100 SXM entry is measured on this project's H100 by ``benchmarks/bench_gpu_constants.py``
 (tensor rates, shared-memory wavefronts, latencies, bandwidths, the clock) and the CUDA
-programming guide's per-SM limits; the others come from published figures and are labelled
-``measured: false`` (unverified here). The model never fits a constant to a kernel.
+programming guide's per-SM limits, but three constants whose source begins "FITTED": fitted on
+named shapes of issue 35's sweep (``benchmarks/bench_sweep.py --fit``), the rest of it held out.
+The other GPUs come from published figures and are labelled ``measured: false`` (unverified
+here). The model never fits a constant to one kernel.
 
     gpu("H100-SXM")["sms"]                 # 132
     gpu("H100-SXM").tensor_rate("m16n8k16.row.col.f32.f16.f16.f32")   # instructions/SM/cycle
