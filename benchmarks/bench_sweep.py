@@ -2,6 +2,8 @@
 
     python benchmarks/bench_sweep.py --measure OUT.json [--runs 15] [--shapes MxNxK ...]
     python benchmarks/bench_sweep.py --table OUT.json        # anywhere: the sweep table
+    python benchmarks/bench_sweep.py --fit OUT.json          # anywhere: refit explain's 3 fitted
+                                                             # constants on FIT_SHAPES
 
 ``--measure`` times, at each shape, torch.matmul (cuBLAS; f16 in, f32 accumulation, f16 out)
 and kernel10's twin in every tile variant of `VARIANTS` that divides the shape, for each
@@ -10,6 +12,9 @@ per round, three rotating input sets, a spin-kernel lead), and checks one random
 each variant bit for bit against `tcsim.run`. ``--table`` adds explain's prediction for each
 measured case (no GPU needed) and prints shape, variant, TFLOP/s, % of cuBLAS, predicted time
 and error, and the model's limiter; the best variant of each shape and accumulator is marked.
+``--fit`` searches the speed model's three fitted constants (gpus.json's ``launch_seconds``,
+``l2_tma_grouped_64_bytes_per_cycle``, ``dram_tma_gemm_bytes_per_s``) for the least worst error on
+the shapes of `FIT_SHAPES` alone, and prints the error on the others, held out.
 """
 
 from __future__ import annotations
@@ -23,15 +28,20 @@ from functools import partial
 import numpy as np
 
 import tcsim
+from tcsim.perf.choose import TILE_VARIANTS
 
 SWEEP = [(1024, 1024, 1024), (2048, 2048, 2048), (3072, 3072, 3072), (4096, 4096, 4096),
          (8192, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192), (512, 4096, 4096),
          (512, 8192, 8192), (8192, 8192, 1024), (4096, 4096, 16384)]
-# kernel10's tile variants the speed model can explain (wgmma m64n256k16): two consumer
-# warpgroups on 128 x 256 tiles (the default), or one on 64 x 256, which makes twice the tiles
-# for shapes whose 128 x 256 tiles leave SMs idle.
-VARIANTS = {"128x256": {}, "64x256": {"block_m": 64}}
 KERNEL = "kernel10"
+VARIANTS = TILE_VARIANTS[KERNEL]  # the tile variants tcsim.choose_tile compares
+# The shapes explain's fitted constants were fitted on (docs/performance.md); the rest of the
+# sweep is held out.
+FIT_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (128, 8192, 8192),
+              (512, 4096, 4096)]
+FITTED = {"launch_seconds": [x * 1e-6 for x in np.arange(3.0, 7.01, 0.25)],
+          "l2_tma_grouped_64_bytes_per_cycle": list(np.arange(7000.0, 11001.0, 100.0)),
+          "dram_tma_gemm_bytes_per_s": [x * 1e12 for x in np.arange(2.0, 3.21, 0.1)]}
 
 
 def measure(path: str, shapes, runs: int, accumulate: list[str]) -> None:
@@ -101,6 +111,36 @@ def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
     return out
 
 
+def fit(path: str, rounds: int = 2, gpu: str = "H100-SXM") -> dict[str, float]:
+    """The fitted constants (`FITTED`'s grids, one at a time, ``rounds`` times) with the least
+    worst |error| on `FIT_SHAPES`' cases of the log; prints them and the held-out errors."""
+    from dataclasses import replace
+
+    from tcsim.perf import Constant, explain
+    from tcsim.perf import gpu as gpu_named
+
+    log = json.load(open(path))
+    cases = [(tcsim.trace(log["kernel"], *row["shape"], accumulate=row["accumulate"],
+                          **row["params"]), row["seconds"], tuple(row["shape"]) in FIT_SHAPES)
+             for row in log["rows"] if "params" in row]
+    base = gpu_named(gpu)
+    values = {name: base[name] for name in FITTED}
+
+    def errors(vals, fitted: bool) -> list[float]:
+        g = replace(base, constants={**base.constants, **{
+            k: Constant(v, base.constants[k].unit, "fit") for k, v in vals.items()}})
+        return [explain(t, g).seconds / s - 1 for t, s, f in cases if f == fitted]
+
+    for _ in range(rounds):
+        for name, grid in FITTED.items():
+            values[name] = min(grid, key=lambda v: max(map(abs, errors(
+                {**values, name: v}, True))))
+    built, held = (max(map(abs, errors(values, f)), default=0.0) for f in (True, False))
+    print(", ".join(f"{k} {v:.4g}" for k, v in values.items()))
+    print(f"max |error|: {built:.1%} on the fitted shapes, {held:.1%} held out")
+    return values
+
+
 def render(rows: list[dict]) -> str:
     lines = ["| M x N x K | variant | acc | TFLOP/s | % of cuBLAS | predicted ms | error | "
              "limiter | bits |", "|---|---|---|---:|---:|---:|---:|---|---|"]
@@ -127,6 +167,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--measure", metavar="OUT.json")
     p.add_argument("--table", metavar="MEASURED.json")
+    p.add_argument("--fit", metavar="MEASURED.json")
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
     p.add_argument("--accumulate", nargs="*", default=["f16", "f32"])
@@ -137,6 +178,8 @@ def main() -> None:
         measure(args.measure, shapes, args.runs, args.accumulate)
     if args.table:
         print(render(table(args.table)))
+    if args.fit:
+        fit(args.fit)
 
 
 if __name__ == "__main__":

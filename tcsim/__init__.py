@@ -4,7 +4,9 @@ Start with `tcsim.mma` (one mma.sync instruction at matrix level), `tcsim.mma_re
 at register level), `tcsim.fragment` (which lane holds which element) and `tcsim.Warp`; for
 whole kernels, `tcsim.trace(tcsim.kernel2, M, N, K)` (bank conflicts and counters per
 instruction site) and `tcsim.run(tcsim.kernel2, A, B, C)` (the kernel's output bits); for a
-kernel of your own, `tcsim.Kernel` and the `tcsim.Machine` it issues on (docs/own-kernel.md).
+kernel of your own, `tcsim.Kernel` and the `tcsim.Machine` it issues on (docs/own-kernel.md);
+why a kernel takes its time, `tcsim.trace(...).explain()`, and which of its tile shapes is
+fastest for a problem, `tcsim.choose_tile(tcsim.kernel10, M, N, K)` (docs/performance.md).
 
 The subpackages resolve on first use after a plain ``import tcsim``: `tcsim.blas` (torch's
 GEMMs as cuBLAS computes them), `tcsim.hw` (the GPU side, which imports CuPy only when a GPU
@@ -76,6 +78,7 @@ from .kernels.roles import DeadlockError, PhaseError, TransactionError
 from .memory.descriptors import MatrixDescriptor, SwizzleMode
 from .memory.layouts import ColumnMajor, Layout, RowMajor, Swizzle, Swizzled
 from .memory.tma import TensorMap
+from .perf.choose import Choice, choose_tile
 from .precision import PrecisionTable, precision_study
 from .trace import Trace, trace
 
@@ -105,6 +108,7 @@ __all__ = [
     "supported_wgmma_qualifiers", "wgmma",
     "wgmma_fragment", "wgmma_regs", "WmmaSpec", "parse_wmma", "supported_wmma_qualifiers",
     "wmma", "wmma_fragment", "wmma_regs", "precision_study", "PrecisionTable",
+    "choose_tile", "Choice",
     # a kernel of your own (docs/own-kernel.md)
     "Kernel", "Machine", "SharedTile", "ProblemSizeError", "Layout", "RowMajor", "ColumnMajor",
     "Swizzle", "Swizzled", "TensorMap", "MatrixDescriptor", "SwizzleMode",

@@ -8,6 +8,7 @@
     tcsim compare KERNEL KERNEL M N K          two kernels' counters side by side
     tcsim explain KERNEL M N K [--gpu H100-SXM] why it takes the time it does: the predicted
                                                time, the limiter, each unit's share
+    tcsim explain KERNEL M N K --choose        each tile variant explained, the fastest chosen
     (KERNEL: a built-in name such as kernel5, or your own as path/to/file.py:NAME or
     package.module:NAME; docs/own-kernel.md)
     tcsim precision [--k 16 64 ...] [--dots N] [--json PATH] [--plot PATH]
@@ -176,6 +177,13 @@ def _trace(args) -> int:
 
 
 def _explain(args) -> int:
+    if args.choose:  # every tile variant explained, the fastest's explanation in full
+        from .perf.choose import choose_tile
+
+        choice = choose_tile(args.kernel, args.M, args.N, args.K, gpu=args.gpu,
+                             registers=args.registers, beta=args.beta, **_params(args))
+        print(f"{choice}\n\n{choice.explanation}")
+        return 0
     t = trace(args.kernel, args.M, args.N, args.K, beta=args.beta, **_params(args))
     print(t.explain(args.gpu, args.registers))
     return 0
@@ -326,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--registers", type=_positive, metavar="N",
                    help="registers per thread (default: ptxas's for the twin when nvcc is "
                         "installed, else the kernel's declared budget)")
+    e.add_argument("--choose", action="store_true",
+                   help="explain each of the kernel's tile variants (tcsim.perf.TILE_VARIANTS: "
+                        "128x256 and 64x256 for kernel7..kernel10) and the fastest in full")
     e.set_defaults(run=_explain)
     doc = sub.add_parser("docs", help="regenerate docs/fragments.md and its diagrams",
                          description="Example: tcsim docs docs (writes docs/fragments.md and "

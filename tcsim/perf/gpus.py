@@ -3,8 +3,10 @@ source (``gpus.json`` beside this module).
 
 The H100 SXM entry is measured on this project's H100 by ``benchmarks/bench_gpu_constants.py``
 (tensor rates, shared-memory wavefronts, latencies, bandwidths, the clock) and the CUDA
-programming guide's per-SM limits; the others come from published figures and are labelled
-``measured: false`` (unverified here). The model never fits a constant to a kernel.
+programming guide's per-SM limits, but three constants whose source begins "FITTED": fitted on
+named shapes of issue 35's sweep (``benchmarks/bench_sweep.py --fit``), the rest of it held out.
+The other GPUs come from published figures and are labelled ``measured: false`` (unverified
+here). The model never fits a constant to one kernel.
 
     gpu("H100-SXM")["sms"]                 # 132
     gpu("H100-SXM").tensor_rate("m16n8k16.row.col.f32.f16.f16.f32")   # instructions/SM/cycle
@@ -13,6 +15,7 @@ programming guide's per-SM limits; the others come from published figures and ar
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -55,10 +58,29 @@ class Gpu:
                              f"known: {', '.join(sorted(self.tensor))}")
         return self.tensor[family].value
 
-    def clock_hz(self, wgmma: bool) -> float:
+    def clock_hz(self, wgmma: bool, accumulate: str | None = None,
+                 busy_sms: int | None = None, seconds: float | None = None) -> float:
         """The SM clock the model assumes: under an mma.sync load (``clock_ghz``), or for a
-        wgmma kernel the clock under a wgmma load of random data (``clock_ghz_wgmma``)."""
-        return (self["clock_ghz_wgmma"] if wgmma else self["clock_ghz"]) * 1e9
+        wgmma kernel the clock under a wgmma load of random data (``clock_ghz_wgmma``).
+
+        Where the description has the clock the power cap settles a wgmma GEMM at, per
+        accumulator type (``clock_ghz_wgmma_gemm_f16``, ``_f32``, all SMs busy), a wgmma kernel
+        with ``accumulate`` runs at that clock, raised when only ``busy_sms`` SMs work (the
+        cap holds the busy SMs' power, which grows about as the cube of the clock, the voltage
+        rising with it) up to the clock of a tensor load the cap does not hold
+        (``clock_ghz_tensor_uncapped``). A kernel of ``seconds`` starts at that uncapped clock
+        and falls to the capped one with the time constant ``clock_cap_seconds``: its mean
+        clock over the run."""
+        gemm = f"clock_ghz_wgmma_gemm_{accumulate}"
+        if not wgmma or gemm not in self.constants:
+            return (self["clock_ghz_wgmma"] if wgmma else self["clock_ghz"]) * 1e9
+        share = self["sms"] / max(busy_sms or self["sms"], 1)
+        top = self["clock_ghz_tensor_uncapped"]
+        capped = min(top, self[gemm] * share ** (1 / 3))
+        if seconds is not None and seconds > 0 and "clock_cap_seconds" in self.constants:
+            x = seconds / self["clock_cap_seconds"]
+            capped += (top - capped) * -math.expm1(-x) / x
+        return capped * 1e9
 
 
 def tensor_family(qualifier: str) -> str:

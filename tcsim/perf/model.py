@@ -32,6 +32,8 @@ and the block's chain per K tile, what one block waits for when it is alone on t
   no warp of the block computes).
 - after the last K tile, the epilogue (the C and D sites): a global latency when it reads C,
   its L1 sectors and its shared wavefronts. A TMA store is asynchronous and not waited for.
+  A TMA-fed kernel's blocks run in step, so they reach their epilogues together: each waits
+  for the D tiles of every busy SM to go through L2 at L2's rate (the epilogue's burst).
 
 An SM finishes a wave of ``B`` blocks in ``B x W + max(L - W, 0)``, W the busiest unit's work
 of one block and L one block's chain: the unit does every block's work, and one block's waits
@@ -39,22 +41,32 @@ beyond its own work stay exposed (the blocks of an SM leave their barriers and r
 pipelines at the same moments; the form of Hong and Kim's analytical model, ISCA 2009). With
 one block per SM that is the chain. The kernel takes ``ceil(tiles / (B x SMs))`` waves
 (persistent blocks: tiles over the blocks launched); the last may be partly empty (the
-tail). Chip-wide, the L2 bytes over the L2 bandwidth (TMA copies at TMA's rate) and the DRAM
-bytes over the DRAM bandwidth bound the time too. TMA's rate is the one measured for a GEMM's
+tail). A TMA pipeline is filled once: the first K tile's latency and transfer. Chip-wide, the
+L2 bytes over the L2 bandwidth (TMA copies at TMA's rate) and the DRAM bytes over the DRAM
+bandwidth (a TMA kernel's at the rate DRAM streams a GEMM's boxes) bound the time too, and a
+launch adds its fixed cost. TMA's rate is the one measured for a GEMM's
 tiles copied in the same order with nothing computed: when the tiles in flight are taken in
 groups of block rows, SMs ask for the same lines at about the same time, and the L2 serves
 them with fewer lookups (measured: Nsight Compute's L2 lookups are 0.59 of TMA's bytes in
-kernel8's order, 0.97 along N), so the copies run faster. DRAM bytes come from an L2 reuse
+kernel8's order, 0.97 along N), so the copies run faster; 64-row tiles in groups have a rate
+of their own, per SM cycle. An SM's copies take its share of that rate among the busy SMs, up
+to what one SM alone reaches. DRAM bytes come from an L2 reuse
 model: the tiles of one wave (in the kernel's tile order) read each A row-panel and B
 column-panel they share once; the next wave reads them again unless A and B fit in L2. Local
 memory goes to DRAM when the resident threads' local bytes do not fit in half of L2.
 
 Cycles become seconds at the clock the GPU holds under the kernel's tensor load: the clock
-measured under an mma.sync load, or under a wgmma load of random data for a wgmma kernel (the
-power cap lowers it). The largest term is the limiter; a unit busy less than 60% of the
-predicted time is not, and latency is (Nsight Compute's rule). When L1's data pipe limits and
+measured under an mma.sync load; for a wgmma kernel, the clock the power cap allows a wgmma
+GEMM (`Gpu.clock_hz`): lower with f32 accumulators than with f16 (more power), higher when
+fewer SMs are busy, and higher for a short kernel, as the cap pulls the clock down from the
+uncapped one over tens of microseconds (the kernel's time and its mean clock are found
+together). The largest term is the limiter; a unit busy less than 60% of the
+predicted time is not, and latency is (Nsight Compute's rule); latency whose launch and fill
+make a quarter of the time is a small problem's. When L1's data pipe limits and
 most of its wavefronts are shared memory's, the limiter is named "shared". Every constant comes
-from the GPU description; nothing is fitted to a kernel.
+from the GPU description, with its source; three of them (the launch's cost, 64-row tiles' TMA
+rate, DRAM's rate for TMA boxes) are fitted on named shapes of issue 35's sweep
+(`benchmarks/bench_sweep.py --fit`), the others measured; none is fitted to one kernel.
 """
 
 from __future__ import annotations
@@ -89,6 +101,7 @@ class Explanation:
     reason: str  # the limiter in words
     advice: str  # what the next rung should change
     details: dict = field(default_factory=dict)
+    launch: float = 0.0  # seconds: the launch's fixed cost, before any block runs
 
     @property
     def tflops(self) -> float:
@@ -106,7 +119,8 @@ class Explanation:
                  f"({o.limiter}; {o.registers_per_thread} registers a thread from "
                  f"{o.registers_source}); {self.waves} waves ({self.full_waves:.2f} full)",
                  "  unit      seconds     share of predicted time"]
-        for unit, seconds in [*self.units.items(), ("latency", self.latency)]:
+        for unit, seconds in [*self.units.items(), ("latency", self.latency),
+                              ("launch", self.launch)]:
             lines.append(f"  {unit:<8} {seconds * 1e3:9.3f} ms  {seconds / self.seconds:6.0%}")
         lines.append(f"  next: {self.advice}")
         return "\n".join(lines)
@@ -134,9 +148,10 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     sites = list(trace.sites.values())
     wgmma = any(s.space == "wgmma" for s in sites)
     occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), shared)
-    B, sms, hz = occ.blocks_per_sm, int(g["sms"]), g.clock_hz(wgmma)
+    B, sms = occ.blocks_per_sm, int(g["sms"])
     tiles = -(-M // p.block_m) * -(-N // p.block_n)  # ragged Hopper shapes: a partial last tile
     concurrent = min(B * sms, blocks_launched(p, M, N))
+    busy = min(sms, math.ceil(concurrent / B))  # SMs with a block; the others idle
     k_tiles = max(trace.pipeline.get("k_tiles", K // p.block_k), 1)
 
     # One tile's work per unit, in SM cycles; the mainloop's alone (A, B and the mma) for the chain.
@@ -146,6 +161,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     main = {u: c / tiles for u, c in _work(mainloop, g).items()}
 
     # Chip-wide: L2 and DRAM bytes.
+    tma = any(s.space == "tma" for s in mainloop)  # the main loop's tiles arrive by TMA
     l1_misses = sum(s.l2_sectors for s in sites if s.space in L1_SPACES)
     tma_sectors = sum(s.sectors for s in sites if s.space in TMA_SPACES)
     l2_bytes = (l1_misses + tma_sectors) * SECTOR
@@ -154,18 +170,14 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     if local > g["l2_bytes"] / 2:  # the resident threads' local memory does not stay in L2
         dram_bytes += sum(s.sectors for s in sites if s.space == "local") * SECTOR
 
-    # One block's chain per K tile (module docstring).
-    tma = any(s.space == "tma" for s in mainloop)  # the main loop's tiles arrive by TMA
+    # One block's chain per K tile (module docstring), in cycles of the clock ``hz``.
     latency_global = g["tma_latency_cycles" if tma else "l2_latency_cycles"] + \
         dram_share * (g["dram_latency_cycles"] - g["l2_latency_cycles"])
-    tma_rate = _tma_rate(p, g) if tma or tma_sectors else 0.0
-    rate = (tma_rate if tma else g["l2_bytes_per_s"]) / sms / hz
     # a producer's stages but the one being computed are in flight
     prefetch = p.stages - 1 if tma else trace.pipeline.get("prefetch", 0)
     load_bytes = sum(s.l2_sectors if s.space in L1_SPACES else s.sectors
                      for s in mainloop if s.space in L1_SPACES + TMA_SPACES) \
         * SECTOR / tiles / k_tiles
-    transfer = load_bytes / rate
     shared_rate = g["shared_wavefronts_per_cycle"]
     fragments = sum(s.wavefronts for s in mainloop if _fragment_load(s)) / tiles / k_tiles \
         / shared_rate
@@ -177,26 +189,57 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         / shared_rate
     refill = barriers * (g["barrier_cycles"] + g["shared_latency_cycles"]
                          + g["mma_latency_cycles"]) + (stores if barriers else 0)
-    if prefetch == 0:
-        chain = max(latency_global, transfer) + compute + refill
-    else:
-        chain = max(latency_global / prefetch, transfer, compute) + refill
     epilogue = _epilogue_cycles(sites, tiles, g)
-    latency_block = chain * k_tiles + epilogue
-
     waves = math.ceil(tiles / concurrent)
     busiest = max(per_block, key=per_block.get)
     per_sm = math.ceil(concurrent / sms)  # tiles in flight on the busiest SM
-    # The pipe does every block's work; one block's waits beyond its own work stay exposed,
-    # as the blocks leave their barriers and refill their pipelines at the same moments.
-    exposed = max(latency_block - per_block[busiest], 0.0)
-    units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
-    units["l2"] = l1_misses * SECTOR / g["l2_bytes_per_s"] + \
-        (tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0)
-    units["dram"] = dram_bytes / g["dram_bytes_per_s"]
-    latency = waves * exposed / hz
-    seconds = max(units[busiest] + latency, units["l2"], units["dram"])
-    candidates = {**units, "latency": latency}
+    dram_rate = g["dram_tma_gemm_bytes_per_s" if tma and "dram_tma_gemm_bytes_per_s" in
+                  g.constants else "dram_bytes_per_s"]
+    launch = g["launch_seconds"] if "launch_seconds" in g.constants else 0.0
+
+    def at(hz: float) -> dict:
+        """The time at SM clock ``hz``: what is counted in cycles and what in bytes/s meet."""
+        tma_rate = _tma_rate(p, g, hz) if tma or tma_sectors else 0.0
+        if tma:  # the busy SMs share TMA's rate; one SM alone reaches its own limit
+            rate = min(tma_rate / busy, g["tma_sm_bytes_per_s"]) / hz \
+                if "tma_sm_bytes_per_s" in g.constants else tma_rate / sms / hz
+        else:
+            rate = g["l2_bytes_per_s"] / sms / hz
+        transfer = load_bytes / rate
+        if prefetch == 0:
+            chain = max(latency_global, transfer) + compute + refill
+        else:
+            chain = max(latency_global / prefetch, transfer, compute) + refill
+        # TMA-fed blocks of a wave run in step and reach their epilogues together: the D
+        # tiles of every busy SM go through L2 at once (module docstring).
+        burst = _epilogue_burst(sites, tiles, busy, hz, g) if tma else 0.0
+        latency_block = chain * k_tiles + epilogue + burst
+        # the pipeline's fill: a block's first K tile waits for its copies' latency, transfer
+        fill = latency_global + transfer if tma else 0.0
+        # The pipe does every block's work; one block's waits beyond its own work stay
+        # exposed, as the blocks leave their barriers and refill their pipelines together.
+        exposed = max(latency_block - per_block[busiest], 0.0)
+        units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
+        units["l2"] = l1_misses * SECTOR / g["l2_bytes_per_s"] + \
+            (tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0)
+        units["dram"] = dram_bytes / dram_rate
+        latency = (waves * exposed + fill) / hz
+        seconds = launch + max(units[busiest] + latency, units["l2"], units["dram"])
+        return {"transfer": transfer, "chain": chain, "burst": burst, "fill": fill,
+                "units": units, "latency": latency, "seconds": seconds}
+
+    # The clock under the power cap falls while the kernel runs (`Gpu.clock_hz`): a short
+    # kernel runs faster, so its time and its clock are found together.
+    hz = g.clock_hz(wgmma, p.accumulate, busy)
+    for _ in range(CLOCK_ROUNDS):
+        t = at(hz)
+        hz, before = g.clock_hz(wgmma, p.accumulate, busy, t["seconds"] - launch), hz
+        if abs(hz - before) <= 1e-6 * before:
+            break
+    t = at(hz)
+    units, latency, seconds, chain = t["units"], t["latency"], t["seconds"], t["chain"]
+    transfer, burst, fill = t["transfer"], t["burst"], t["fill"]
+    candidates = {**units, "latency": latency + launch}
     limiter = max(candidates, key=candidates.get)
     if candidates[limiter] < BUSY * seconds:  # Nsight Compute's rule: no unit 60% busy
         limiter = "latency"
@@ -206,15 +249,22 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     details = {"tiles": tiles, "per_block_cycles": per_block, "chain_cycles": chain,
                "global_latency_cycles": latency_global, "transfer_cycles": transfer,
                "compute_cycles": compute, "refill_cycles": refill,
-               "epilogue_cycles": epilogue, "dram_share": dram_share, "l2_bytes": l2_bytes,
-               "dram_bytes": dram_bytes, "prefetch": prefetch, "clock_hz": hz,
-               "k_tiles": k_tiles}
+               "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
+               "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
+               "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "prefetch": prefetch,
+               "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch, "sms": sms,
+               "fixed_share": (launch + fill / hz) / seconds}
     reason = _reason(limiter, trace, occ, details, g)
-    advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace))
+    advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace)) \
+        if not (limiter == "latency" and details["fixed_share"] >= SMALL) else \
+        ("more, smaller tiles to busy every SM (tcsim.choose_tile compares a kernel's) or "
+         "split-K; several problems in one launch share its fixed cost")
     return Explanation(trace.kernel, (M, N, K), g.key, occ, units, latency, waves, full,
-                       seconds, limiter, reason, advice, details)
+                       seconds, limiter, reason, advice, details, launch)
 
 
+CLOCK_ROUNDS = 8  # the clock and the time agree to 1e-6 within a few rounds
+SMALL = 0.25  # latency, and the launch and the fill are this share of it: a small problem
 BUSY = 0.6  # a unit busy this share of the time limits the kernel; below it, latency does
 SHARED_SHARE = 0.5  # L1's data pipe limits and this share of it is shared memory's: "shared"
 L1_SPACES = ("global", "async", "local")
@@ -262,6 +312,14 @@ def _epilogue_cycles(sites, tiles: int, g: Gpu) -> float:
         + wavefronts / g["shared_wavefronts_per_cycle"]
 
 
+def _epilogue_burst(sites, tiles: int, busy: int, hz: float, g: Gpu) -> float:
+    """Cycles a wave's epilogues wait for L2 when its blocks reach them together (TMA-fed
+    blocks run in step): the D tiles of ``busy`` SMs written at L2's rate at once."""
+    stored = sum(s.sectors for s in sites if _epilogue(s) and s.name.startswith("D_")
+                 and s.space in ("global", "tma_store")) * SECTOR / tiles
+    return stored * busy / g["l2_bytes_per_s"] * hz
+
+
 def _check_trace(trace) -> None:
     # What explain reads of a Trace, asked of the object (importing tcsim.trace here would
     # close a circle: Trace.explain calls this module).
@@ -280,10 +338,20 @@ def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
     return min(int(g["max_registers_per_thread"]), budget // 8 * 8), "declared budget"
 
 
-def _tma_rate(p, g: Gpu) -> float:
+def _tma_rate(p, g: Gpu, hz: float) -> float:
     """Bytes per second TMA copies a GEMM's tiles at: faster when the tiles in flight come in
-    groups of block rows (their SMs ask for the same lines together) than along N."""
-    return g["l2_tma_grouped_bytes_per_s" if p.group_m > 1 else "l2_tma_rows_bytes_per_s"]
+    groups of block rows (their SMs ask for the same lines together) than along N. 64-row
+    tiles in groups have a rate of their own (`GROUPED_64`), in bytes per SM cycle: kernel10's
+    64 x 256 tiles take 1.6-2.7% longer with f32 accumulators than with f16 on every shape
+    where that rate limits them (bench_sweep_kernel10.json), as the clock does."""
+    if p.group_m <= 1:
+        return g["l2_tma_rows_bytes_per_s"]
+    if p.block_m == 64 and GROUPED_64 in g.constants:
+        return g[GROUPED_64] * hz
+    return g["l2_tma_grouped_bytes_per_s"]
+
+
+GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[float, float]:
@@ -318,6 +386,11 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
                     "conflicts (as many as the ideal)")
         return (f"shared-memory bank conflicts: {wave / 1e6:,.1f}M wavefronts, "
                 f"{wave / max(ideal, 1):.1f}x the ideal {ideal / 1e6:,.1f}M")
+    if limiter == "latency" and d["fixed_share"] >= SMALL:
+        return (f"a small problem: {d['tiles']} tile(s) keep {d['busy_sms']} of {d['sms']} SMs "
+                f"busy; the launch's fixed cost ({d['launch_seconds'] * 1e6:.1f} us) and the "
+                f"pipeline's fill ({d['fill_cycles']:.0f} cycles) are {d['fixed_share']:.0%} "
+                "of the time")
     if limiter == "latency":
         return (f"latency: one block's K tile takes ~{d['chain_cycles']:.0f} cycles alone "
                 f"(global loads {d['global_latency_cycles']:.0f} cycles of latency behind "

@@ -74,9 +74,9 @@ def test_the_explanation_is_consistent_with_its_parts():
         e = tcsim.trace(name, 2048, 1024, 1024).explain("H100-SXM", registers=128)
         assert e.limiter in UNITS and set(e.units) | {"latency"} == UNITS
         per_sm = max(e.units[u] for u in ("tensor", "shared", "l1", "issue"))
-        assert math.isclose(e.seconds, max(per_sm + e.latency, e.units["l2"], e.units["dram"]),
-                            rel_tol=1e-9)
-        bounds = {**e.units, "latency": e.latency}
+        assert math.isclose(e.seconds, e.launch + max(per_sm + e.latency, e.units["l2"],
+                                                      e.units["dram"]), rel_tol=1e-9)
+        bounds = {**e.units, "latency": e.latency + e.launch}
         busiest = max(bounds, key=bounds.get)
         if e.limiter == "shared":  # L1's data pipe, mostly shared memory's wavefronts
             assert busiest == "l1" and e.units["shared"] >= 0.5 * e.units["l1"]
@@ -130,17 +130,70 @@ def test_the_cli_explains(capsys):
         main(["explain", "kernel2", "1024", "1024", "1024", "--gpu", "nope"])
 
 
-def test_a_wgmma_kernel_is_bound_by_its_warpgroup_instructions_at_the_wgmma_clock():
+def test_a_wgmma_kernel_is_bound_by_its_warpgroup_instructions_at_the_gemm_clock():
     """kernel10 at 8192^3: 8192^3 / (64 * 256 * 16) warpgroup wgmma over 132 SMs, each at the
-    measured wgmma rate, in 16 waves of 128 x 256 tiles, at the clock under a wgmma load."""
-    e = tcsim.trace("kernel10", 8192, 8192, 8192).explain("H100-SXM")
+    measured wgmma rate, in 16 waves of 128 x 256 tiles, at the clock of a wgmma GEMM with
+    every SM busy over the kernel's own duration (f32 accumulators draw more power)."""
     g = gpu("H100-SXM")
     per_tile = 128 * 256 * 8192 // (64 * 256 * 16)
-    rate = g.tensor_rate("wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16")
-    assert e.waves == 16 and e.occupancy.blocks_per_sm == 1
-    assert e.units["tensor"] == pytest.approx(16 * per_tile / rate / (g["clock_ghz_wgmma"] * 1e9))
-    assert e.details["prefetch"] == 3  # the producer's stages but the one computed on
-    assert e.details["clock_hz"] == g["clock_ghz_wgmma"] * 1e9
+    clocks = {}
+    for acc in ("f16", "f32"):
+        rate = g.tensor_rate(f"wgmma.mma_async.sync.aligned.m64n256k16.{acc}.f16.f16")
+        e = tcsim.trace("kernel10", 8192, 8192, 8192, accumulate=acc).explain("H100-SXM")
+        assert e.waves == 16 and e.occupancy.blocks_per_sm == 1
+        clock = clocks[acc] = e.details["clock_hz"]
+        assert clock == pytest.approx(g.clock_hz(True, acc, 132, e.seconds - e.launch),
+                                      rel=1e-5)
+        assert g[f"clock_ghz_wgmma_gemm_{acc}"] * 1e9 < clock \
+            < g["clock_ghz_tensor_uncapped"] * 1e9
+        assert e.units["tensor"] == pytest.approx(16 * per_tile / rate / clock)
+        assert e.details["prefetch"] == 3  # the producer's stages but the one computed on
+        assert e.details["busy_sms"] == 132
+    assert clocks["f32"] < 0.98 * clocks["f16"]
+
+
+def test_the_clock_model_gives_back_the_clocks_nsight_compute_measured():
+    """gpus.json's capped clocks and time constant were derived from kernel10's mean clocks
+    under Nsight Compute at two durations per accumulator type; the model gives them back."""
+    g = gpu("H100-SXM")
+    rows = json.loads((EVIDENCE / "explain_h100_2026-11-24.json").read_text())["rows"]
+    seen = 0
+    for row in rows:
+        if row["kernel"] == "kernel10":
+            ncu = row["ncu"]
+            seconds = ncu["gpu__time_duration.sum"] * 1e-9
+            assert g.clock_hz(True, row["accumulate"], 132, seconds) == pytest.approx(
+                ncu["sm__cycles_elapsed.avg.per_second"], rel=0.003)
+            seen += 1
+    assert seen == 4
+
+
+def test_fewer_busy_sms_and_shorter_kernels_run_at_a_higher_clock():
+    """The power cap holds the busy SMs' power (about the clock cubed): fewer busy SMs run
+    faster, never above the clock of a tensor load the cap does not hold; and the cap acts
+    over tens of microseconds, so a short kernel runs faster than a long one."""
+    g = gpu("H100-SXM")
+    capped = g.clock_hz(True, "f16", 132)
+    assert g.clock_hz(True, "f16", 128) == pytest.approx(capped * (132 / 128) ** (1 / 3))
+    assert g.clock_hz(True, "f16", 32) == g.clock_hz(True, "f32", 32) \
+        == pytest.approx(g["clock_ghz_tensor_uncapped"] * 1e9)
+    assert g.clock_hz(False, "f16", 32) == g["clock_ghz"] * 1e9  # mma.sync: as before
+    short, long = (g.clock_hz(True, "f32", 132, s) for s in (20e-6, 2e-3))
+    assert capped > g.clock_hz(True, "f32", 132) and short > 1.08 * long > long > \
+        g.clock_hz(True, "f32", 132)
+    e = tcsim.trace("kernel10", 128, 8192, 8192).explain("H100-SXM")  # 32 tiles, 32 SMs
+    assert e.details["busy_sms"] == 32 and e.details["clock_hz"] == g.clock_hz(True, "f16", 32)
+
+
+def test_a_waves_d_tiles_go_through_l2_together():
+    """TMA-fed blocks reach their epilogues together: each tile waits for the D tiles of all
+    busy SMs at L2's rate, so 64-row tiles (half the D bytes a wave) wait half as long."""
+    g = gpu("H100-SXM")
+    for block_m in (128, 64):
+        e = tcsim.trace("kernel10", 8192, 8192, 8192, block_m=block_m).explain("H100-SXM")
+        d_bytes = 132 * block_m * 256 * 2
+        assert e.details["epilogue_burst_cycles"] == pytest.approx(
+            d_bytes / g["l2_bytes_per_s"] * e.details["clock_hz"])
 
 
 def test_the_grouped_tile_order_reads_less_from_dram():

@@ -1,0 +1,113 @@
+"""Choosing a kernel's tile shape for a problem: explain every candidate, take the fastest.
+
+    choice = tcsim.choose_tile("kernel10", 1024, 1024, 1024)
+    print(choice)            # each candidate in words, the chosen one marked
+    choice.params            # {"block_m": 64}: the overrides for tcsim.run / tcsim.trace
+    choice.explanation       # the chosen candidate's Explanation
+
+A candidate is a label and the tile parameters it overrides (`TILE_VARIANTS` holds each
+kernel's; ``candidates=`` gives others). Each is traced and explained on the problem
+(`tcsim.perf.explain`), so the choice has the model's reasons: how many tiles the shape makes,
+how many SMs they keep busy and in how many waves, and what limits each one. A candidate whose
+tiles do not divide the problem is refused and says why; when none fits, `ProblemSizeError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .gpus import Gpu
+from .gpus import gpu as gpu_named
+from .model import Explanation
+
+# wgmma m64n256k16 (the one wgmma shape gpus.json has a rate for) on 128 x 256 tiles, two
+# consumer warpgroups (the kernels' default), or on 64 x 256 tiles with one, which makes twice
+# the tiles: more SMs busy on small and skinny problems, more L2 traffic per flop on large ones.
+WGMMA_TILES = {"128x256": {}, "64x256": {"block_m": 64}}
+TILE_VARIANTS: dict[str, dict[str, dict]] = {
+    name: WGMMA_TILES for name in ("kernel7", "kernel8", "kernel9", "kernel10")}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What `choose_tile` returns: the fastest candidate's ``label`` and parameter overrides
+    (``params``), every fitting candidate's `Explanation` and the candidates ``refused`` (label
+    -> why they cannot run the problem)."""
+
+    kernel: str
+    problem: tuple[int, int, int]
+    label: str
+    params: dict
+    explanations: dict[str, Explanation]
+    refused: dict[str, str]
+
+    @property
+    def explanation(self) -> Explanation:
+        return self.explanations[self.label]
+
+    def __str__(self) -> str:
+        M, N, K = self.problem
+        best = self.explanation
+        lines = [f"{self.kernel} on M={M} N={N} K={K}, {best.gpu}: {self.label} tiles, "
+                 f"predicted fastest of {len(self.explanations)}"]
+        for label, e in self.explanations.items():
+            mark = "->" if label == self.label else "  "
+            lines.append(f"{mark} {label}: {_in_words(e)}")
+        for label, why in self.refused.items():
+            lines.append(f"   {label}: cannot run this problem ({why})")
+        others = [e.seconds for label, e in self.explanations.items() if label != self.label]
+        if others:
+            lines.append(f"   {self.label} is predicted {min(others) / best.seconds:.2f}x as "
+                         "fast as the next candidate")
+        return "\n".join(lines)
+
+
+def choose_tile(kernel, M: int, N: int, K: int, *,
+                candidates: Mapping[str, Mapping] | None = None,
+                gpu: str | Gpu = "H100-SXM", registers: int | None = None,
+                beta: float = 0.0, **params) -> Choice:
+    """The tile variant of ``kernel`` (a `Kernel` or its name) that `explain` predicts fastest
+    on (M, N, K). ``candidates``: label -> tile parameter overrides, by default the kernel's
+    `TILE_VARIANTS` (a kernel without any has its own tiles as the one candidate); ``params``
+    (accumulate=..., stages=...) apply to every candidate; ``beta`` as in `tcsim.trace`."""
+    from ..kernels import ProblemSizeError, kernel_named
+    from ..trace import trace
+
+    k = kernel_named(kernel)
+    g = gpu_named(gpu)
+    if candidates is None:
+        candidates = TILE_VARIANTS.get(k.name) or {_label(k.params(**params)): {}}
+    if not isinstance(candidates, Mapping) or not candidates:
+        raise ValueError(f"candidates must be a non-empty mapping of label -> tile parameters, "
+                         f"got {candidates!r}")
+    explanations, refused = {}, {}
+    for label, overrides in candidates.items():
+        if not isinstance(overrides, Mapping):
+            raise TypeError(f"candidate {label!r}: tile parameters must be a mapping such as "
+                            f"{{'block_m': 64}}, got {overrides!r}")
+        try:
+            t = trace(k, M, N, K, beta=beta, **{**params, **overrides})
+        except ProblemSizeError as error:
+            refused[label] = str(error)
+            continue
+        explanations[label] = t.explain(g, registers)
+    if not explanations:
+        raise ProblemSizeError(f"{k.name}: no candidate tile fits M={M} N={N} K={K}: "
+                               + "; ".join(f"{label}: {why}" for label, why in refused.items()))
+    best = min(explanations, key=lambda label: explanations[label].seconds)
+    return Choice(k.name, (M, N, K), best, dict(candidates[best]), explanations, refused)
+
+
+def _label(p) -> str:
+    return f"{p.block_m}x{p.block_n}"
+
+
+def _in_words(e: Explanation) -> str:
+    d = e.details
+    busy, tiles = d["busy_sms"], d["tiles"]
+    rounds = (f"{e.waves} wave{'s' if e.waves > 1 else ''}" if e.full_waves == e.waves else
+              f"{e.waves} waves, the last {e.full_waves - e.waves + 1:.0%} full")
+    return (f"{tiles} tiles over {busy} SMs ({rounds}) at {d['clock_hz'] / 1e9:.2f} GHz, "
+            f"predicted {e.seconds * 1e3:.3f} ms ({e.tflops:.0f} TFLOP/s), limited by "
+            f"{e.limiter}")
