@@ -151,7 +151,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     B, sms = occ.blocks_per_sm, int(g["sms"])
     tiles = -(-M // p.block_m) * -(-N // p.block_n)  # ragged Hopper shapes: a partial last tile
     concurrent = min(B * sms, blocks_launched(p, M, N))
-    busy = min(sms, math.ceil(concurrent / B))  # SMs with a block; the others idle
+    busy = min(sms, concurrent)  # SMs with a block (spread one a SM first); the others idle
     k_tiles = max(trace.pipeline.get("k_tiles", K // p.block_k), 1)
 
     # One tile's work per unit, in SM cycles; the mainloop's alone (A, B and the mma) for the chain.

@@ -106,13 +106,20 @@ def test_a_choice_explains_every_candidate_in_words():
     assert f"-> {c.label}" in text and "limited by" in text
 
 
-def test_a_candidate_that_does_not_divide_the_problem_is_refused_and_says_why():
-    c = choose_tile("kernel10", 192, 8192, 8192)  # 192 rows: 64-row tiles only
-    assert c.label == "64x256" and set(c.refused) == {"128x256"}
-    assert "M=192 is not a multiple of block_m=128" in c.refused["128x256"]
+def test_a_candidate_that_cannot_run_the_problem_is_refused_and_says_why():
+    # The Hopper rungs take any M (a partial last tile row): 192 rows run on both tiles, and
+    # 128-row tiles leave half of their second row of tiles empty.
+    c = choose_tile("kernel10", 192, 8192, 8192)
+    assert c.label == "64x256" and not c.refused
+    # A candidate the problem cannot take is listed with the reason, the others still compete.
+    c = choose_tile("kernel5", 192, 256, 256,
+                    candidates={"64x128": {"block_m": 64, "warp_m": 32}, "128x128": {}})
+    assert c.label == "64x128" and set(c.refused) == {"128x128"}
+    assert "M=192 is not a multiple of block_m=128" in c.refused["128x128"]
     assert "cannot run this problem" in str(c)
-    with pytest.raises(ProblemSizeError, match="no candidate tile fits M=100"):
-        choose_tile("kernel10", 100, 8192, 8192)
+    assert "6 tiles over 6 SMs" in str(c)  # the GPU spreads blocks over SMs before doubling up
+    with pytest.raises(ProblemSizeError, match="no candidate tile fits M=100 N=8190"):
+        choose_tile("kernel10", 100, 8190, 8192)
 
 
 def test_candidates_are_a_parameter_and_bad_ones_are_named():
