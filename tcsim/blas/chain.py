@@ -203,9 +203,39 @@ def _ffma_steps(plan: Plan, A, B, slots, init) -> np.ndarray:
     acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
     if init is not None:
         acc = np.broadcast_to(init, acc.shape).astype(np.float32)
-    for k in slots:  # one-product steps: never padded
-        acc = fma_f32(a[:, k, None], b[None, k, :], acc)
-    return acc
+    if plan.lanes == 1:
+        for k in slots:  # one-product steps: never padded
+            acc = fma_f32(a[:, k, None], b[None, k, :], acc)
+        return acc
+    return _ffma_lanes(plan, a, b, slots, acc)
+
+
+def _ffma_lanes(plan: Plan, a, b, slots, start) -> np.ndarray:
+    """`_ffma_steps` for kernels whose ``plan.lanes`` threads share each output's K: slot i
+    goes to lane (i // lane_width) % lanes (width 0: ceil(slots / lanes)), each lane an FMA
+    chain from zero (lane 0 from ``start``), then the lanes' sums are added as
+    ``plan.lane_reduction`` says."""
+    L, w = plan.lanes, plan.lane_width or max(1, -(-len(slots) // plan.lanes))
+    acc = np.zeros(start.shape + (L,), np.float32)
+    acc[..., 0] = start
+    lane_start = np.arange(L) * w
+    for r in range(0, len(slots), L * w):
+        for v in range(w):
+            idx = r + lane_start + v
+            live = idx < len(slots)
+            if not live.any():
+                break
+            k = slots[idx[live]]
+            acc[..., live] = fma_f32(a[:, k][:, None, :], b[k].T[None], acc[..., live])
+    if plan.lane_reduction == "in_order":
+        total = acc[..., 0]
+        for lane in range(1, L):
+            total = np.add(total, acc[..., lane], dtype=np.float32)
+        return total
+    while L > 1:  # "tree": pairwise, halving, as warp shuffles add
+        L //= 2
+        acc = np.add(acc[..., :L], acc[..., L:2 * L], dtype=np.float32)
+    return acc[..., 0]
 
 
 def fma_f32(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:

@@ -30,11 +30,13 @@ EPILOGUE_CHOICES = {
 
 
 def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
-               split_hint: int | None = None) -> list[Plan]:
+               split_hint: int | None = None,
+               block: tuple[int, ...] | None = None) -> list[Plan]:
     """Every plan the kernels' names allow, the likeliest first: the split count the launch
     suggests (or none, when nothing suggests a split), then every other count up to
-    `MAX_SPLITS` (a grid does not always show the split)."""
-    facts = read(kernel_names, input_type)
+    `MAX_SPLITS` (a grid does not always show the split). ``block``: the GEMM kernel's
+    launch block, when known (it fixes the lanes of gemv kernels)."""
+    facts = read(kernel_names, input_type, block)
     if facts is None:
         return []
     split_counts = sorted(set(range(1, MAX_SPLITS + 1)) | {split_hint or 1})
@@ -46,14 +48,15 @@ def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
         # a whole output on the H100 that fma(alpha, ...) got wrong in 16 elements).
         epilogues = ("alpha_beta",) + tuple(e for e in epilogues if e != "alpha_beta")
     plans = []
-    for k_tile, order, splits, reduction, align, ep in itertools.product(
+    for k_tile, order, splits, reduction, align, ep, (lanes, width, joined) in itertools.product(
             facts.k_tiles, facts.orders, split_counts, facts.reductions, facts.split_aligns,
-            epilogues):
+            epilogues, facts.lanes):
         if splits == 1 and (reduction != facts.reductions[0] or align != facts.split_aligns[0]):
             continue  # no split: the reduction and the rounding of ranges do not matter
         plan = facts.base.with_(k_tile=k_tile, order=order, splits=splits, epilogue=ep,
                                 reduction=reduction if splits > 1 else "parallel",
-                                split_align=align)
+                                split_align=align, lanes=lanes, lane_width=width,
+                                lane_reduction=joined)
         if splits == 1 or len(plan.ranges(K)) > 1:  # a split count K allows
             plans.append(plan)
     # The likeliest first: the hinted split, then the others; no split last when the launch
