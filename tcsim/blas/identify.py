@@ -8,11 +8,12 @@ running every candidate on the inputs and keeping those whose bits equal the GPU
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 
 from .evaluate import Operands, bit_patterns, evaluate
-from .kernels import read, split_hint
+from .kernels import KernelFacts, read, split_hint
 from .plan import Plan
 from .sweep import DTYPES
 from .table import UnsupportedCallError
@@ -40,6 +41,8 @@ def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
     if facts is None:
         return []
     split_counts = sorted(set(range(1, MAX_SPLITS + 1)) | {split_hint or 1})
+    if facts.lanes != KernelFacts.lanes and not (facts.split_k or split_hint):
+        split_counts = [1]  # gemv kernels: a split shows as a reduction kernel or grid z
     epilogues = EPILOGUE_CHOICES[epilogue]
     if epilogue == "scale" and "ovscale" in kernel_names[0]:
         epilogues = ("scale_b_first",)  # row-wise ("outer vector") scales
@@ -47,6 +50,10 @@ def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
         # CUTLASS 2.x's epilogue: alpha * acc + beta * C as two products and a sum (measured:
         # a whole output on the H100 that fma(alpha, ...) got wrong in 16 elements).
         epilogues = ("alpha_beta",) + tuple(e for e in epilogues if e != "alpha_beta")
+    if facts.interleaved and split_hint:
+        # The split is k-tiles dealt out to split_hint slices: lanes of one range.
+        split_counts = [1]
+        facts = replace(facts, lanes=((split_hint, facts.k_tiles[0], "in_order"),))
     plans = []
     for k_tile, order, splits, reduction, align, ep, (lanes, width, joined) in itertools.product(
             facts.k_tiles, facts.orders, split_counts, facts.reductions, facts.split_aligns,

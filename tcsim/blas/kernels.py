@@ -39,6 +39,9 @@ class KernelFacts:
     # (lanes, lane_width, lane_reduction) of the threads sharing each output's K (gemv and
     # gemmSN kernels), the likeliest first.
     lanes: tuple[tuple[int, int, str], ...] = ((1, 1, "tree"),)
+    # The launch's split count deals out k-tiles in turn (lanes of k-tile width) instead of
+    # cutting K into contiguous ranges.
+    interleaved: bool = False
 
 
 def mma_qualifier(input_type: str, k: int) -> str:
@@ -108,8 +111,11 @@ def read(names: list[str], input_type: str,
     if "ffma" in gemm and (m := _TILESIZE.search(gemm)):
         base = Plan("ffma", f"fma.rn.f32.{widened}", int(m.group(3)), partial=partial,
                     kernel=gemm, split_align=4)
+        # With a second, "execute_split_k" kernel that adds the slices: S = the first
+        # launch's grid z slices take the k-tiles in turn (measured: 3 of 3 order probes).
+        sliced = any("execute_split_k_kernel" in n for n in names[1:])
         return KernelFacts(base, (int(m.group(3)),), split, ("in_order", "residue_first"),
-                           split_aligns=(4, 0))
+                           split_aligns=(4, 0), interleaved=sliced)
     if "dot_kernel" in gemm:  # cuBLAS's dot product (M = N = 1); seen only with K = 1
         return KernelFacts(Plan("ffma", f"fma.rn.f32.{widened}", 1, kernel=gemm), (1,), False,
                            ("in_order",))
@@ -171,7 +177,9 @@ def split_hint(kernels: list[dict], batch: int = 1) -> int | None:
     gemm = kernels[0]
     grid = gemm.get("grid") or [1, 1, 1]
     hint = None
-    if ("cutlass" in gemm["name"] or "gemv" in gemm["name"]) and grid[2] > 1:
+    # sm80 xmma kernels whose slices a second, split_k kernel adds
+    twice = len(kernels) > 1 and "execute_split_k_kernel" in kernels[1]["name"]
+    if ("cutlass" in gemm["name"] or "gemv" in gemm["name"] or twice) and grid[2] > 1:
         hint = grid[2] // batch if grid[2] % batch == 0 else None
     elif "splitK" in gemm["name"]:
         hint = grid[1]

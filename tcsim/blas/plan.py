@@ -109,9 +109,11 @@ class Plan:
                 or isinstance(self.promotion, bool) or self.promotion < 1):
             raise PlanError(f"Plan.promotion is a positive int count of fp8 wgmma steps, or "
                             f"None; got {self.promotion!r}")
-        if self.lanes & (self.lanes - 1) or (self.lanes > 1 and self.engine != "ffma"):
-            raise PlanError(f"Plan.lanes is a power of two, above 1 only for the 'ffma' "
-                            f"engine; got {self.lanes!r} for {self.engine!r}")
+        if (self.lanes > 1 and self.engine != "ffma") or (
+                self.lane_reduction == "tree" and self.lanes & (self.lanes - 1)):
+            raise PlanError(f"Plan.lanes is above 1 only for the 'ffma' engine, and a power "
+                            f"of two for a 'tree' reduction; got {self.lanes!r} "
+                            f"({self.engine!r}, {self.lane_reduction!r})")
         if self.round_inputs not in (None, "tf32"):
             raise PlanError(f"Plan.round_inputs must be None or 'tf32'; got {self.round_inputs!r}")
         for name in ("instruction", "kernel", "source"):
