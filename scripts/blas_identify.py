@@ -67,10 +67,10 @@ def identify_sweep(meta, parts, only, table, kept=None) -> tuple[int, int]:
             continue
         names = [k["name"] for k in rec["kernels"]]
         ops, D = operands(call, getter(parts[rec["part"]], f"r{rec['index']}_"))
-        gemm = next((k for k in rec["kernels"] if "at::native::" not in k["name"]),
-                    rec["kernels"][0])
+        launch = [k for k in rec["kernels"] if "at::native::" not in k["name"]]
+        gemm = (launch or rec["kernels"])[0]
         plans = candidates(names, input_type(call), epilogue_kind(call), ops.A.shape[-1],
-                           split_hint([gemm], call.get("batch", 1)),
+                           split_hint(launch or rec["kernels"], call.get("batch", 1)),
                            tuple(gemm["block"]) if gemm.get("block") else None)
         found = search(plans, ops, D, first=True) if plans else []
         entry = dict(call=call, kernels=names, grids=[k["grid"] for k in rec["kernels"]])

@@ -115,8 +115,9 @@ def identify_call(call, D: np.ndarray, kernels, grid, gpu: str) -> list[Plan]:
         epilogue = "add"
     else:
         epilogue = {"addmm": "alpha_beta", "scaled_mm": "scale"}.get(op, "round")
-    hint = None if grid is None else split_hint([dict(name=kernels[0], grid=list(grid))],
-                                                call.key.batch)
+    launch = [dict(name=k) for k in kernels if "at::native::" not in k] or [dict(name=kernels[0])]
+    launch[0]["grid"] = None if grid is None else list(grid)
+    hint = None if grid is None else split_hint(launch, call.key.batch)
     input_type = {"float16": "f16", "bfloat16": "bf16", "float32": "f32",
                   "int8": "s8"}.get(types, types)
     plans = candidates(list(kernels), input_type, epilogue, call.key.K, hint)
