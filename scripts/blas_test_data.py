@@ -84,7 +84,7 @@ def dump_records(folders):
     return out
 
 
-def order_records(folder, plans_path, samples: int = 16):
+def order_records(folder, plans_path, samples: int = 8):
     """Explained order-probe calls, ``samples`` rows and columns each (see the module doc)."""
     meta, parts = load(Path(folder))
     plans = {json.dumps(e["call"], sort_keys=True): e for e in
@@ -101,7 +101,7 @@ def order_records(folder, plans_path, samples: int = 16):
         got = dict(A=got["A"][..., r, :], B=got["B"][..., :, r], D=got["D"][..., r, r])
         gemm = next(k for k in rec["kernels"] if "at::native::" not in k["name"])
         call = dict(rec["call"], plan=entry["plan"], kernels=[k["name"] for k in rec["kernels"]],
-                    block=gemm["block"])
+                    grids=[k["grid"] for k in rec["kernels"]], block=gemm["block"])
         out.append((call, got))
     return out
 
