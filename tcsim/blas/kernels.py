@@ -141,17 +141,21 @@ def gemv_facts(gemm: str, names: list[str], widened: str, partial: str, split: b
     output's K shared by several threads (lanes) whose sums are then added.
 
     Measured on the H100 with inputs whose products cancel in pairs (the output is the
-    rounding residue, which tells the order of the additions apart; scripts/blas_sweep.py
-    --set orders): ``gemmSN_NN_kernel<float, T, L, ...>`` gives K to L threads in contiguous
-    pieces and adds their sums in order; ``gemvNSP_kernel<..., 1, 32, 4, ...>`` to 32 lanes in
-    blocks of 4, added pairwise (warp shuffles); ``gemv2N_kernel`` runs one chain per output;
-    ``internal::gemvx::kernel`` to the block's K-threads (x when transposed, else y), in
-    contiguous pieces or strided, added pairwise."""
+    rounding residue, which tells orders of addition apart; scripts/blas_sweep.py --set
+    orders): ``gemmSN_NN_kernel<float, T, L, ...>`` gives K to L threads in contiguous pieces
+    and adds their sums in order, ``gemmSN_TN_kernel`` strided; ``gemvNSP_kernel<..., 1, 32,
+    4, ...>`` to 32 lanes in blocks of 4, added pairwise (warp shuffles); ``gemv2N_kernel``
+    runs one chain per output; ``internal::gemvx::kernel`` to the block's K-threads (x when
+    transposed, else y), in contiguous pieces or strided, added pairwise."""
     base = Plan("ffma", f"fma.rn.f32.{widened}", 1, partial=partial, kernel=gemm,
                 split_align=1)
     ints = [int(x) for x in _TEMPLATE_INTS.findall(gemm.split(">(", 1)[0])]
     if "gemmSN_NN_kernel" in gemm and len(ints) >= 2:
         lanes = ((ints[1], 0, "in_order"),)
+    elif "gemmSN_TN_kernel" in gemm and len(ints) >= 2:
+        # L strided lanes, added in order (measured: bf16 5 x 5199 x 144, 240 of 240 residues;
+        # long K keeps another order: 12 x 3 x 3638 is not explained)
+        lanes = ((ints[1], 1, "in_order"), (ints[1], 0, "in_order"))
     elif "gemvNSP_kernel" in gemm and len(ints) >= 3:
         lanes = ((ints[1], ints[2], "tree"),)
     elif "gemv2N_kernel" in gemm:
