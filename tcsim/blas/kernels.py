@@ -116,6 +116,8 @@ def read(names: list[str], input_type: str,
         sliced = any("execute_split_k_kernel" in n for n in names[1:])
         return KernelFacts(base, (int(m.group(3)),), split, ("in_order", "residue_first"),
                            split_aligns=(4, 0), interleaved=sliced)
+    if "dot_kernel" in gemm and any("reduce_1Block" in n for n in names[1:]):
+        return None  # blocks of 128 threads and a reduction kernel: order not found yet
     if "dot_kernel" in gemm:  # cuBLAS's dot product (M = N = 1); seen only with K = 1
         return KernelFacts(Plan("ffma", f"fma.rn.f32.{widened}", 1, kernel=gemm), (1,), False,
                            ("in_order",))
