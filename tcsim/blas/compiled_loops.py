@@ -85,11 +85,11 @@ def chain(av, ea, bv, eb, group, F, zero_rule, zero_exponent, mark_zero_acc, hi,
 
     ``av``/``ea`` (count, M, P) and ``bv``/``eb`` (count, P, N): the products' operands in
     step order, P a multiple of ``group`` (the products of one fused step): exact values (0
-    for zeros, infinities and NaN) and exponent fields (`ZERO` for those).
-    ``zero_rule``: zeros bring
-    ``zero_exponent`` to the alignment; ``mark_zero_acc``: a zero accumulator takes no part in
-    the alignment (else it aligns at f32's emin). ``hi``: the largest useful inverse quantum
-    exponent for products (below the smallest product exponent all products are zero).
+    for zeros, infinities and NaN) and exponent fields (`ZERO` for those). ``zero_rule``:
+    zeros bring ``zero_exponent`` to the alignment; ``mark_zero_acc``: a zero accumulator
+    takes no part in the alignment (else it aligns at f32's emin). ``hi``: the largest useful
+    inverse quantum exponent for products (below the smallest product exponent all products
+    are zero).
     ``specials``: whether an input holds an infinity or NaN; then ``ao``/``bo`` hold the
     operands' values in float64. ``acc0_bits``: the f32 accumulators' start.
     """
