@@ -1,7 +1,7 @@
 """Build tests/blas/gpu_outputs.npz: H100 output bits the CPU tests hold tcsim.blas to.
 
     python scripts/blas_test_data.py OUT.npz --sweep DIR [DIR ...] --dump DIR [DIR ...]
-        [--orders DIR --plans PLANS.json] [--append OLD.npz]
+        [--orders DIR --plans PLANS.json] [--pick DIR:INDEX,...] [--append OLD.npz]
 
 Two kinds of records, each with the call as the GPU ran it (its shape picks the plan):
 - from sweeps (scripts/blas_sweep.py): the sampled rows of A, columns of B and output bits, for
@@ -12,6 +12,8 @@ Two kinds of records, each with the call as the GPU ran it (its shape picks the 
   pairs, so the output is the rounding residue of the kernel's order of additions): some
   sampled rows and columns of calls with K up to 2200, each with the plan identified for it
   (PLANS.json, scripts/blas_identify.py --write) and the kernels' names and launch block.
+- picked records of whole-output sweeps (--pick), their first rows and columns: calls whose
+  order a whole output settled (batched sm90_xmma, a bias after bf16 partials).
 --append keeps an earlier file's records and adds these.
 """
 
@@ -106,6 +108,27 @@ def order_records(folder, plans_path, samples: int = 8):
     return out
 
 
+def picked_records(spec: str, rows: int = 8, cols: int = 16):
+    """``DIR:INDEX,...``: those records of a sweep, their first ``rows`` rows of A and
+    ``cols`` columns of B (and of D, C and a bias row)."""
+    folder, indices = spec.rsplit(":", 1)
+    meta, parts = load(Path(folder))
+    out = []
+    for i in (int(x) for x in indices.split(",")):
+        rec = next(r for r in meta["records"] if r["index"] == i)
+        arrays = parts[rec["part"]]
+        key = f"r{i}_"
+        got = {k[len(key):]: arrays[k] for k in arrays.files if k.startswith(key)}
+        r, c = slice(0, rows), slice(0, cols)
+        kept = dict(A=got["A"][..., r, :], B=got["B"][..., :, c], D=got["D"][..., r, c])
+        if "C" in got:
+            kept["C"] = got["C"][..., r, c] if got["C"].ndim >= 2 else got["C"][c]
+        if "bias" in got:
+            kept["bias"] = got["bias"][c]
+        out.append((rec["call"], kept))
+    return out
+
+
 def _restrict(call, args, D, rows, cols):
     """The sweep's array names for a dumped call restricted to ``rows`` and ``cols``."""
     r, c = rows, cols
@@ -138,6 +161,7 @@ def main() -> None:
     p.add_argument("--orders")
     p.add_argument("--plans")
     p.add_argument("--append")
+    p.add_argument("--pick", nargs="*", default=[])
     args = p.parse_args()
     rng = np.random.default_rng(20261125)
     records = []
@@ -150,6 +174,8 @@ def main() -> None:
     records += sweep_records(args.sweep, args.per_kind, rng) + dump_records(args.dump)
     if args.orders:
         records += order_records(args.orders, args.plans)
+    for spec in args.pick:
+        records += picked_records(spec)
     arrays, calls = {}, []
     for i, (call, recs) in enumerate(records):
         calls.append(call)
