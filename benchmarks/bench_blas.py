@@ -1,6 +1,6 @@
 """tcsim.blas.matmul against NumPy's float32 matmul on the same machine, in the same run.
 
-    python benchmarks/bench_blas.py [--size 1024] [--repeat 3]
+    python benchmarks/bench_blas.py [--size 1024] [--repeat 3] [--batch 16 --batch-size 64]
 
 Times ``tcsim.blas.matmul(A, B)`` on size^3 float16 (cuBLAS's plan for the call, bit for bit)
 on each engine this machine has (NumPy always; the compiled engine where numba is installed:
@@ -9,6 +9,10 @@ as this environment configures it), and prints each engine's ratio to it: issue 
 is 30x or less at 1024^3. Best of ``--repeat`` runs after a warm-up; the compiled engine's
 first call (compiling, or loading numba's on-disk cache) is reported apart. The figures go in
 docs/benchmarks.md ("tcsim.blas").
+
+Then a batched call (``--batch`` products of ``--batch-size``^3, as torch.bmm): the whole
+batch in one call (the chains of every element advance together) against one call per
+element, which is what a batch cost before the engines took the batch as an axis.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=int, default=1024)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=64)
     args = p.parse_args()
     n = args.size
     rng = np.random.default_rng()
@@ -81,6 +87,22 @@ def main() -> None:
     if len(results) == 2:
         same = np.array_equal(results["numpy"].view(np.uint16), results["numba"].view(np.uint16))
         print(f"the two engines give the same bits: {same}")
+    batched(engines, args.batch, args.batch_size, args.repeat, rng)
+
+
+def batched(engines, count: int, n: int, repeat: int, rng) -> None:
+    """A batch in one call against one call per batch element, on each engine."""
+    A = rng.standard_normal((count, n, n)).astype(np.float16)
+    B = rng.standard_normal((count, n, n)).astype(np.float16)
+    for engine in engines:
+        os.environ[compiled.ENGINE_VARIABLE] = engine
+        whole = blas.matmul(A, B)
+        each = np.stack([blas.matmul(A[i], B[i]) for i in range(count)])
+        assert np.array_equal(whole.view(np.uint16), each.view(np.uint16))
+        one = best_time(lambda: blas.matmul(A, B), repeat)
+        loop = best_time(lambda: [blas.matmul(A[i], B[i]) for i in range(count)], repeat)
+        print(f"bmm f16 {count} x {n}^3, {engine:5s} engine: {one * 1e3:8.1f} ms as one call, "
+              f"{loop * 1e3:8.1f} ms one call per element ({loop / one:4.1f}x), same bits")
 
 if __name__ == "__main__":
     main()

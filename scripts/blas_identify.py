@@ -1,18 +1,21 @@
 """Identify cuBLAS's plan for every call of a sweep (scripts/blas_sweep.py) from its samples.
 
     python scripts/blas_identify.py SWEEP_DIR [SWEEP_DIR ...]
-        [--write plans.json] [--only INDEX,...]
+        [--write plans.json] [--only INDEX,...] [--keep plans.json]
 
 (gzip -9 plans.json into tcsim/blas/plans_h100.json.gz for the package.)
 
 For each record: the candidate plans its kernel names allow, run on the sampled rows and
 columns; prints the plans that give the GPU's bits exactly, and with --write stores the
-table (one entry per call, with the identified plan and the versions measured with).
+table (one entry per call, with the identified plan and the versions measured with). With
+--keep, calls that table (json, or json.gz) explains keep their plan; only the others are
+identified again.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -27,7 +30,13 @@ def main() -> None:
     p.add_argument("sweep", nargs="+")
     p.add_argument("--write")
     p.add_argument("--only", default="")
+    p.add_argument("--keep")
     args = p.parse_args()
+    kept = {}
+    if args.keep:
+        raw = open(args.keep, "rb").read()
+        data = json.loads(gzip.decompress(raw) if args.keep.endswith(".gz") else raw)
+        kept = {json.dumps(e["call"], sort_keys=True): e for e in data["entries"] if "plan" in e}
     only = {int(x) for x in args.only.split(",") if x}
     table, explained, total, versions = [], 0, 0, None
     for sweep in args.sweep:
@@ -35,7 +44,7 @@ def main() -> None:
         if versions not in (None, meta["versions"]):
             sys.exit(f"{sweep} was measured with {meta['versions']}, not {versions}")
         versions = meta["versions"]
-        explained_here, total_here = identify_sweep(meta, parts, only, table)
+        explained_here, total_here = identify_sweep(meta, parts, only, table, kept)
         explained, total = explained + explained_here, total + total_here
     print(f"explained {explained} of {total}", file=sys.stderr)
     if args.write:
@@ -45,17 +54,24 @@ def main() -> None:
             f.write("\n]}\n")
 
 
-def identify_sweep(meta, parts, only, table) -> tuple[int, int]:
+def identify_sweep(meta, parts, only, table, kept=None) -> tuple[int, int]:
     explained = total = 0
     for rec in meta["records"]:
         if "error" in rec or (only and rec["index"] not in only):
             continue
         total += 1
         call = rec["call"]
+        if kept and json.dumps(call, sort_keys=True) in kept:
+            table.append(kept[json.dumps(call, sort_keys=True)])
+            explained += 1
+            continue
         names = [k["name"] for k in rec["kernels"]]
         ops, D = operands(call, getter(parts[rec["part"]], f"r{rec['index']}_"))
+        launch = [k for k in rec["kernels"] if "at::native::" not in k["name"]]
+        gemm = (launch or rec["kernels"])[0]
         plans = candidates(names, input_type(call), epilogue_kind(call), ops.A.shape[-1],
-                           split_hint(rec["kernels"], call.get("batch", 1)))
+                           split_hint(launch or rec["kernels"], call.get("batch", 1)),
+                           tuple(gemm["block"]) if gemm.get("block") else None)
         found = search(plans, ops, D, first=True) if plans else []
         entry = dict(call=call, kernels=names, grids=[k["grid"] for k in rec["kernels"]])
         if found:

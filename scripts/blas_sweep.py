@@ -93,6 +93,45 @@ def f32_shapes(seed: int = 1, scale: int = 1) -> list[dict]:
     return calls
 
 
+def order_shapes() -> list[dict]:
+    """Calls whose inputs cancel (`cancelling`): every exact result is zero, so what the GPU
+    returns is its rounding residue, which differs with the order of the additions. For
+    the kernels the sampled sweeps leave open: gemv, gemmSN, the f32 SGEMM kernels."""
+    calls: list[dict] = []
+    for dtype in ("float16", "bfloat16"):
+        for m, n, k in ((1, 100, 696), (1, 1444, 1200), (1, 5947, 336), (1, 71, 202),
+                        (1, 1893, 6360), (1, 110, 28), (1, 6402, 10), (1, 7856, 3004),
+                        (189, 1, 270), (1820, 1, 1732), (1711, 1, 2), (592, 1, 10),
+                        (104, 1, 142), (7105, 1, 5208), (330, 1, 2196),
+                        (3, 6449, 10), (8, 19, 184), (7, 515, 12), (6, 95, 88),
+                        (2, 5999, 178), (4, 12, 302), (14, 19, 12), (9, 3102, 80),
+                        (16, 8, 2)):
+            calls.append(dict(op="matmul", dtype=dtype, M=m, N=n, K=k, cancel=True))
+        for layout, (m, n, k) in (("NT", (748, 1, 90)), ("TN", (1189, 1, 16)),
+                                  ("NT", (1, 7789, 3898)), ("TT", (1, 2326, 66)),
+                                  ("NT", (5, 5199, 144))):
+            calls.append(dict(op="matmul", dtype=dtype, M=m, N=n, K=k, layout=layout,
+                              cancel=True))
+        for b, m, n, k in ((5, 21, 1, 5092), (5, 1, 18, 8), (3, 1, 12, 3390),
+                           (4, 13, 961, 216)):
+            calls.append(dict(op="bmm", dtype=dtype, batch=b, M=m, N=n, K=k, cancel=True))
+        for m, n, k in ((12, 24, 610), (12, 3, 3638), (1, 7, 22), (9, 2, 46)):
+            calls.append(dict(op="linear", dtype=dtype, M=m, N=n, K=k, bias=False,
+                              cancel=True))
+    for tf32, shapes32 in ((False, ((8, 56, 80), (8, 584, 32), (3, 14, 84), (16, 176, 24),
+                                    (8, 1864, 48), (8, 8, 88), (30, 1, 30), (1, 200, 4),
+                                    (1, 1, 5014), (752, 8, 40), (48, 197, 772),
+                                    (16, 352, 536), (8, 840, 880), (40, 32, 3624),
+                                    (8, 16, 4392), (584, 8, 8), (256, 256, 256),
+                                    (208, 424, 416), (5, 91, 4228), (1768, 374, 470),
+                                    (1, 3, 270), (1, 49, 948), (2138, 1, 5640))),
+                           (True, ((1, 3, 270), (1, 299, 6), (1, 94, 1888)))):
+        for m, n, k in shapes32:
+            calls.append(dict(op="matmul", dtype="float32", M=m, N=n, K=k, tf32=tf32,
+                              cancel=True))
+    return calls
+
+
 def shapes() -> list[dict]:
     """The first sweep's calls: every op and dtype, tiny to large, skinny, odd, misaligned,
     batched."""
@@ -167,9 +206,34 @@ def draw(torch, gen, shape, dtype):
     return x.to(dtype)
 
 
+def cancelling(torch, gen, batch, M, N, K, dtype):
+    """A (..., M, K) and B (..., K, N) whose products cancel in pairs: every exact sum is 0.
+    K's halves hold the same A and opposite B, shuffled along K by one permutation."""
+    h = K // 2
+    a = draw(torch, gen, batch + (M, h), dtype)
+    b = draw(torch, gen, batch + (h, N), dtype)
+    a = torch.cat([a, a] + [torch.zeros_like(a[..., :1])] * (K % 2), -1)
+    b = torch.cat([b, -b] + [b[..., :1, :]] * (K % 2), -2)
+    perm = torch.randperm(K, generator=gen, device="cuda")
+    return a[..., perm].contiguous(), b[..., perm, :].contiguous()
+
+
 def run_call(torch, call, gen):
     """Draw one call's inputs; returns (inputs dict, the call as a function of nothing)."""
     op, M, N, K = call["op"], call["M"], call["N"], call["K"]
+    if call.get("cancel"):
+        dtype = getattr(torch, call["dtype"])
+        layout = "NT" if op == "linear" else call.get("layout", "NN")
+        batch = (call["batch"],) if op == "bmm" else ()
+        a, b = cancelling(torch, gen, batch, M, N, K, dtype)
+        if layout[0] == "T":
+            a = a.transpose(-1, -2).contiguous().transpose(-1, -2)
+        if layout[1] == "T":
+            b = b.transpose(-1, -2).contiguous().transpose(-1, -2)
+        if op == "linear":
+            w = b.transpose(-1, -2)
+            return dict(A=a, B=b), lambda: torch.nn.functional.linear(a, w)
+        return dict(A=a, B=b), lambda: torch.matmul(a, b)
     if op == "scaled_mm":
         # fp8 outputs saturate: keep most of their sums inside the range.
         gain = 8 / max(1.0, (K / 64) ** 0.5) if call["out"] in ("e4m3", "e5m2") else 8
@@ -271,7 +335,7 @@ def main() -> None:
     p.add_argument("out")
     p.add_argument("--only", default="")
     p.add_argument("--limit", type=int, default=0)
-    p.add_argument("--set", choices=("first", "table", "f32"), default="first")
+    p.add_argument("--set", choices=("first", "table", "f32", "orders"), default="first")
     p.add_argument("--samples", type=int, default=SAMPLES)
     p.add_argument("--seed", type=int, default=1, help="the table set's random shapes")
     p.add_argument("--scale", type=int, default=1, help="the table set's calls, times this")
@@ -279,7 +343,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     calls = {"first": shapes, "table": lambda: table_shapes(args.seed, args.scale),
-             "f32": lambda: f32_shapes(args.seed, args.scale)}[args.set]()
+             "f32": lambda: f32_shapes(args.seed, args.scale), "orders": order_shapes}[args.set]()
     calls = [c for c in calls if json.dumps(c).find(args.only) >= 0 or not args.only]
     if args.limit:
         calls = calls[:args.limit]

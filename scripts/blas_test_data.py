@@ -1,12 +1,20 @@
 """Build tests/blas/gpu_outputs.npz: H100 output bits the CPU tests hold tcsim.blas to.
 
     python scripts/blas_test_data.py OUT.npz --sweep DIR [DIR ...] --dump DIR [DIR ...]
+        [--orders DIR --plans PLANS.json] [--pick DIR:INDEX,...] [--append OLD.npz]
 
 Two kinds of records, each with the call as the GPU ran it (its shape picks the plan):
 - from sweeps (scripts/blas_sweep.py): the sampled rows of A, columns of B and output bits, for
   a spread of calls of every kind and kernel family with K up to 512 (small enough to keep);
 - from hardware-test dumps (tests/hw/test_blas_hw.py with TCSIM_BLAS_DUMP): rows and columns
-  of whole outputs around the elements an earlier model got wrong.
+  of whole outputs around the elements an earlier model got wrong;
+- from order probes (scripts/blas_sweep.py --set orders: inputs whose products cancel in
+  pairs, so the output is the rounding residue of the kernel's order of additions): some
+  sampled rows and columns of calls with K up to 2200, each with the plan identified for it
+  (PLANS.json, scripts/blas_identify.py --write) and the kernels' names and launch block.
+- picked records of whole-output sweeps (--pick), their first rows and columns: calls whose
+  order a whole output settled (batched sm90_xmma, a bias after bf16 partials).
+--append keeps an earlier file's records and adds these.
 """
 
 from __future__ import annotations
@@ -78,6 +86,49 @@ def dump_records(folders):
     return out
 
 
+def order_records(folder, plans_path, samples: int = 8):
+    """Explained order-probe calls, ``samples`` rows and columns each (see the module doc)."""
+    meta, parts = load(Path(folder))
+    plans = {json.dumps(e["call"], sort_keys=True): e for e in
+             json.load(open(plans_path))["entries"]}
+    out = []
+    for rec in meta["records"]:
+        entry = plans.get(json.dumps(rec["call"], sort_keys=True))
+        if "error" in rec or entry is None or "plan" not in entry or rec["call"]["K"] > 2200:
+            continue
+        arrays = parts[rec["part"]]
+        key = f"r{rec['index']}_"
+        got = {k[len(key):]: arrays[k] for k in arrays.files if k.startswith(key)}
+        r = slice(0, samples)
+        got = dict(A=got["A"][..., r, :], B=got["B"][..., :, r], D=got["D"][..., r, r])
+        gemm = next(k for k in rec["kernels"] if "at::native::" not in k["name"])
+        call = dict(rec["call"], plan=entry["plan"], kernels=[k["name"] for k in rec["kernels"]],
+                    grids=[k["grid"] for k in rec["kernels"]], block=gemm["block"])
+        out.append((call, got))
+    return out
+
+
+def picked_records(spec: str, rows: int = 8, cols: int = 16):
+    """``DIR:INDEX,...``: those records of a sweep, their first ``rows`` rows of A and
+    ``cols`` columns of B (and of D, C and a bias row)."""
+    folder, indices = spec.rsplit(":", 1)
+    meta, parts = load(Path(folder))
+    out = []
+    for i in (int(x) for x in indices.split(",")):
+        rec = next(r for r in meta["records"] if r["index"] == i)
+        arrays = parts[rec["part"]]
+        key = f"r{i}_"
+        got = {k[len(key):]: arrays[k] for k in arrays.files if k.startswith(key)}
+        r, c = slice(0, rows), slice(0, cols)
+        kept = dict(A=got["A"][..., r, :], B=got["B"][..., :, c], D=got["D"][..., r, c])
+        if "C" in got:
+            kept["C"] = got["C"][..., r, c] if got["C"].ndim >= 2 else got["C"][c]
+        if "bias" in got:
+            kept["bias"] = got["bias"][c]
+        out.append((rec["call"], kept))
+    return out
+
+
 def _restrict(call, args, D, rows, cols):
     """The sweep's array names for a dumped call restricted to ``rows`` and ``cols``."""
     r, c = rows, cols
@@ -107,9 +158,24 @@ def main() -> None:
     p.add_argument("--sweep", nargs="*", default=[])
     p.add_argument("--dump", nargs="*", default=[])
     p.add_argument("--per-kind", type=int, default=3)
+    p.add_argument("--orders")
+    p.add_argument("--plans")
+    p.add_argument("--append")
+    p.add_argument("--pick", nargs="*", default=[])
     args = p.parse_args()
     rng = np.random.default_rng(20261125)
-    records = sweep_records(args.sweep, args.per_kind, rng) + dump_records(args.dump)
+    records = []
+    if args.append:
+        old = np.load(args.append)
+        for i, call in enumerate(json.loads(str(old["calls"]))):
+            key = f"r{i}_"
+            records.append((call, {k[len(key):]: old[k] for k in old.files
+                                   if k.startswith(key)}))
+    records += sweep_records(args.sweep, args.per_kind, rng) + dump_records(args.dump)
+    if args.orders:
+        records += order_records(args.orders, args.plans)
+    for spec in args.pick:
+        records += picked_records(spec)
     arrays, calls = {}, []
     for i, (call, recs) in enumerate(records):
         calls.append(call)

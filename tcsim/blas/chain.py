@@ -66,6 +66,44 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
     return out
 
 
+BATCH_ELEMENTS = 1 << 22  # operand slots per batched block: bounds the engine's temporaries
+
+
+def accumulate_batch(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None = None,
+                     progress=None) -> np.ndarray:
+    """`accumulate` for a batch: A (count, M, K), B (count, K, N), ``init`` (count, M, N) or
+    None; returns (count, ranges, M, N). The tensor-core ("mma") chains of the whole batch
+    advance together (the instruction engine's batch axis, or one compiled loop nest over
+    every batch element's tiles), so a batch costs about what its outputs cost, not a call
+    per element; the other engines run element by element."""
+    count, M, K = A.shape
+    N = B.shape[-1]
+    if plan.engine != "mma" or count == 1:
+        return np.stack([accumulate(plan, A[i], B[i], None if init is None else init[i],
+                                    progress) for i in range(count)]) if count else \
+            np.zeros((0, len(plan.ranges(K)), M, N), np.float32)
+    if plan.round_inputs == "tf32":
+        A, B = _to_tf32(A), _to_tf32(B)
+    if compiled.runs(plan):
+        return compiled.accumulate(plan, A, B, init, progress)
+    ranges = plan.ranges(K)
+    out = np.empty((count, len(ranges), M, N), np.float32)
+    group = max(1, min(count, BATCH_ELEMENTS // max(1, (K + 1) * (ROWS_PER_BLOCK + N))))
+
+    def block(s: int, e: int) -> None:
+        for g in range(0, count, group):
+            b = slice(g, min(count, g + group))
+            for i, (start, end) in enumerate(ranges):
+                start_from = None if init is None or i else init[b, s:e]
+                out[b, i, s:e] = _mma_steps(plan, A[b, s:e], B[b], plan.positions(start, end),
+                                            start_from)
+        if progress is not None:
+            progress(e - s)
+
+    for_each_chunk(M, block, ROWS_PER_BLOCK)
+    return out
+
+
 def reduce(plan: Plan, parts: np.ndarray, out_dtype: str, epilogue) -> np.ndarray:
     """D from the ranges' results: ``epilogue`` (f32 values -> f32 values) and the rounding to
     ``out_dtype``, with the ranges added as ``plan.reduction`` says."""
@@ -108,18 +146,21 @@ def _mma_steps(plan: Plan, A, B, slots, init) -> np.ndarray:
     rule = profile("sm_90").check(spec)
     # One instruction is one fused step of its K products (rule steps are never wider).
     rule = replace(rule, group_size=min(rule.group_size, spec.k))
-    m, n = A.shape[0], B.shape[1]
+    single = A.ndim == 2  # else a batch: A (count, m, K), B (count, K, n), init (count, m, n)
+    A3, B3 = (A[None], B[None]) if single else (A, B)
+    count, m, n = A3.shape[0], A3.shape[1], B3.shape[2]
     k = len(slots)
-    ab = np.empty((k, m + n, 1), A.dtype)
-    ab[:, :m, 0] = _gather(A, slots, axis=1).T
-    ab[:, m:, 0] = _gather(B, slots, axis=0)
-    c = np.zeros((m, n, 1), np.uint32)
+    # The batch is the instruction engine's own batch axis (last).
+    ab = np.empty((k, m + n, count), A.dtype)
+    ab[:, :m] = _gather(A3, slots, axis=2).transpose(2, 1, 0)
+    ab[:, m:] = _gather(B3, slots, axis=1).transpose(1, 2, 0)
+    c = np.zeros((m, n, count), np.uint32)
     if init is not None:
-        c[..., 0] = np.broadcast_to(init, (m, n)).astype(np.float32).view(np.uint32)
-    if k == 0:
-        return c[..., 0].view(np.float32)
-    d = Engine(_Wide(spec, m), rule).run(ab, c)
-    return d[..., 0].view(np.float32)
+        start = np.broadcast_to(init, (m, n) if single else (count, m, n)).astype(np.float32)
+        c[...] = (start[None] if single else start).transpose(1, 2, 0).view(np.uint32)
+    d = c if k == 0 else Engine(_Wide(spec, m), rule).run(ab, c)
+    d = np.ascontiguousarray(d.transpose(2, 0, 1)).view(np.float32)
+    return d[0] if single else d
 
 
 def _fp8_steps(plan: Plan, A, B, slots, init) -> np.ndarray:
@@ -203,9 +244,39 @@ def _ffma_steps(plan: Plan, A, B, slots, init) -> np.ndarray:
     acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
     if init is not None:
         acc = np.broadcast_to(init, acc.shape).astype(np.float32)
-    for k in slots:  # one-product steps: never padded
-        acc = fma_f32(a[:, k, None], b[None, k, :], acc)
-    return acc
+    if plan.lanes == 1:
+        for k in slots:  # one-product steps: never padded
+            acc = fma_f32(a[:, k, None], b[None, k, :], acc)
+        return acc
+    return _ffma_lanes(plan, a, b, slots, acc)
+
+
+def _ffma_lanes(plan: Plan, a, b, slots, start) -> np.ndarray:
+    """`_ffma_steps` for kernels whose ``plan.lanes`` threads share each output's K: slot i
+    goes to lane (i // lane_width) % lanes (width 0: ceil(slots / lanes)), each lane an FMA
+    chain from zero (lane 0 from ``start``), then the lanes' sums are added as
+    ``plan.lane_reduction`` says."""
+    L, w = plan.lanes, plan.lane_width or max(1, -(-len(slots) // plan.lanes))
+    acc = np.zeros(start.shape + (L,), np.float32)
+    acc[..., 0] = start
+    lane_start = np.arange(L) * w
+    for r in range(0, len(slots), L * w):
+        for v in range(w):
+            idx = r + lane_start + v
+            live = idx < len(slots)
+            if not live.any():
+                break
+            k = slots[idx[live]]
+            acc[..., live] = fma_f32(a[:, k][:, None, :], b[k].T[None], acc[..., live])
+    if plan.lane_reduction == "in_order":
+        total = acc[..., 0]
+        for lane in range(1, L):
+            total = np.add(total, acc[..., lane], dtype=np.float32)
+        return total
+    while L > 1:  # "tree": pairwise, halving, as warp shuffles add
+        L //= 2
+        acc = np.add(acc[..., :L], acc[..., L:2 * L], dtype=np.float32)
+    return acc[..., 0]
 
 
 def fma_f32(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:

@@ -92,9 +92,14 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
     results (ranges, M, N), every range a chain of ``plan.instruction`` steps from zero (the
     first from ``init`` when given). ``A`` (M, K) and ``B`` (K, N): bit patterns of the
     instruction's input format (already rounded as the plan says). ``progress``: called with
-    each count of rows done."""
+    each count of rows done. A batch (A (count, M, K), B (count, K, N), ``init`` (count, M,
+    N)) gives (count, ranges, M, N): one loop nest runs every element's tiles."""
     from . import compiled_loops as loops  # imports numba: only once this engine runs
 
+    single = A.ndim == 2  # else a batch: A (count, M, K), B (count, K, N), init (count, M, N)
+    if single:
+        A, B = A[None], B[None]
+        init = None if init is None else np.broadcast_to(init, (A.shape[1], B.shape[2]))[None]
     spec = parse(plan.instruction)
     rule = profile("sm_90").check(spec)
     fmt = spec.format("a")
@@ -110,23 +115,23 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
     mark_zero_acc = zero is not None and (zero_rule or F32.emin > work.smallest_product_exponent)
     hi = rule.fraction_bits - work.smallest_product_exponent
     dtype = np.float32 if work.work == np.float32 else np.float64
-    a = _Operand(fmt, A, 1, dtype, loops.ZERO)
-    b = _Operand(fmt, B, 0, dtype, loops.ZERO)
-    M, N = A.shape[0], B.shape[1]
-    ranges = plan.ranges(A.shape[1])
-    out = np.empty((len(ranges), M, N), np.float32)
-    start_acc = np.zeros((M, N), np.float32)
+    a = _Operand(fmt, A, -1, dtype, loops.ZERO)
+    b = _Operand(fmt, B, -2, dtype, loops.ZERO)
+    count, M, N = A.shape[0], A.shape[1], B.shape[2]
+    ranges = plan.ranges(A.shape[2])
+    out = np.empty((count, len(ranges), M, N), np.float32)
+    start_acc = np.zeros((count, M, N), np.float32)
     if init is not None:
-        start_acc[...] = np.broadcast_to(init, (M, N))
+        start_acc[...] = np.broadcast_to(init, (count, M, N))
     # Each range's product positions in step order: K indices, -1 for the padding's zeros.
     positions = [plan.positions(s, e) for s, e in ranges]
     b_parts = [b.gathered(p) for p in positions]
     for s in range(0, M, ROWS_PER_CALL):
         rows = slice(s, min(M, s + ROWS_PER_CALL))
         for i, (p, (bv, eb, bo)) in enumerate(zip(positions, b_parts)):
-            acc = start_acc[rows] if i == 0 else np.zeros_like(start_acc[rows])
+            acc = start_acc[:, rows] if i == 0 else np.zeros_like(start_acc[:, rows])
             if p.size == 0:  # no steps: the accumulator as it started
-                out[i, rows] = acc
+                out[:, i, rows] = acc
                 continue
             av, ea, ao = a.gathered(p, rows)
             specials = ao is not None or bo is not None or not np.isfinite(acc).all()
@@ -134,16 +139,16 @@ def accumulate(plan: Plan, A: np.ndarray, B: np.ndarray, init: np.ndarray | None
                 ao = a.exact(p, rows) if ao is None else ao
                 bo = b.exact(p) if bo is None else bo
             else:
-                ao = bo = np.zeros((0, 0))
+                ao = bo = np.zeros((count, 0, 0))
             bits = np.empty(acc.shape, np.int32)
             with _PARALLEL:
                 loops.chain(av, ea, bv, eb, group, rule.fraction_bits, zero_rule,
                             np.float32(zero if zero_rule else 0), mark_zero_acc, hi, specials,
                             ao, bo, np.ascontiguousarray(acc).view(np.int32), bits)
-            out[i, rows] = bits.view(np.float32)
+            out[:, i, rows] = bits.view(np.float32)
         if progress is not None:
-            progress(rows.stop - s)
-    return out
+            progress((rows.stop - s) * (1 if single else count))
+    return out[0] if single else out
 
 
 def fp8_steps(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray, group: int,
@@ -177,7 +182,8 @@ def fp8_steps(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray, grou
 
 
 class _Operand:
-    """One operand as the loop nest reads it, K along ``axis`` (1 for A, 0 for B): exact values
+    """One operand (a batch of them: a leading axis) as the loop nest reads it, K along
+    ``axis`` (-1 for A, -2 for B): exact values
     (infinities and NaN read as 0) in the work dtype and exponent fields as the adder reads
     them (emin for subnormals; zeros, infinities and NaN at ``zero_mark``), as float32 (see
     the loops), gathered into step order with the padding's zeros."""
@@ -212,7 +218,7 @@ class _Operand:
         return self._take(values, positions)
 
     def _cut(self, x: np.ndarray, rows: slice) -> np.ndarray:
-        return x[rows] if self.axis == 1 else x[:, rows]
+        return x[..., rows, :] if self.axis == -1 else x
 
     def _take(self, x: np.ndarray, positions: np.ndarray, rows: slice = slice(None)):
         return np.ascontiguousarray(np.take(self._cut(x, rows), positions, axis=self.axis))

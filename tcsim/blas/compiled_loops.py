@@ -80,37 +80,41 @@ EXPONENT_MASK = 0x7F800000  # f32's exponent field: all ones for infinities and 
 @_parallel
 def chain(av, ea, bv, eb, group, F, zero_rule, zero_exponent, mark_zero_acc, hi, specials,
           ao, bo, acc0_bits, out_bits):
-    """The chain over all outputs, tiles in parallel; ``out_bits`` (M, N) int32 gets the f32
-    results' bits.
+    """The chain over all outputs of a batch, tiles in parallel; ``out_bits`` (count, M, N)
+    int32 gets the f32 results' bits (every array has the batch as its leading axis).
 
-    ``av``/``ea`` (M, P) and ``bv``/``eb`` (P, N): the products' operands in step order, P a
-    multiple of ``group`` (the products of one fused step): exact values (0 for zeros,
-    infinities and NaN) and exponent fields (`ZERO` for those). ``zero_rule``: zeros bring
-    ``zero_exponent`` to the alignment; ``mark_zero_acc``: a zero accumulator takes no part in
-    the alignment (else it aligns at f32's emin). ``hi``: the largest useful inverse quantum
-    exponent for products (below the smallest product exponent all products are zero).
+    ``av``/``ea`` (count, M, P) and ``bv``/``eb`` (count, P, N): the products' operands in
+    step order, P a multiple of ``group`` (the products of one fused step): exact values (0
+    for zeros, infinities and NaN) and exponent fields (`ZERO` for those). ``zero_rule``:
+    zeros bring ``zero_exponent`` to the alignment; ``mark_zero_acc``: a zero accumulator
+    takes no part in the alignment (else it aligns at f32's emin). ``hi``: the largest useful
+    inverse quantum exponent for products (below the smallest product exponent all products
+    are zero).
     ``specials``: whether an input holds an infinity or NaN; then ``ao``/``bo`` hold the
     operands' values in float64. ``acc0_bits``: the f32 accumulators' start.
     """
-    M, N = av.shape[0], bv.shape[1]
-    steps = bv.shape[0] // group
+    count, M, N = av.shape[0], av.shape[1], bv.shape[2]
+    steps = bv.shape[1] // group
     # Per step and column of B: whether it has a zero (of B or of the padding), an inf or NaN.
-    b_zero = np.zeros((steps, N), np.bool_)
-    b_special = np.zeros((steps, N), np.bool_)
-    for g in range(steps):
-        for p in range(g * group, (g + 1) * group):
-            for n in range(N):
-                if eb[p, n] == ZERO:
-                    b_zero[g, n] = True
-                    if specials and not np.isfinite(bo[p, n]):
-                        b_special[g, n] = True
+    b_zero = np.zeros((count, steps, N), np.bool_)
+    b_special = np.zeros((count, steps, N), np.bool_)
+    for i in prange(count):
+        for g in range(steps):
+            for p in range(g * group, (g + 1) * group):
+                for n in range(N):
+                    if eb[i, p, n] == ZERO:
+                        b_zero[i, g, n] = True
+                        if specials and not np.isfinite(bo[i, p, n]):
+                            b_special[i, g, n] = True
     row_tiles = (M + TILE_ROWS - 1) // TILE_ROWS
     col_tiles = (N + TILE_COLS - 1) // TILE_COLS
-    for t in prange(row_tiles * col_tiles):
-        m0 = (t // col_tiles) * TILE_ROWS
-        n0 = (t % col_tiles) * TILE_COLS
-        tile(av, ea, bv, eb, group, F, zero_rule, zero_exponent, mark_zero_acc, hi, specials,
-             ao, bo, acc0_bits, out_bits, b_zero, b_special,
+    tiles = row_tiles * col_tiles
+    for t in prange(count * tiles):  # every batch element's tiles in one parallel loop
+        i, u = t // tiles, t % tiles
+        m0 = (u // col_tiles) * TILE_ROWS
+        n0 = (u % col_tiles) * TILE_COLS
+        tile(av[i], ea[i], bv[i], eb[i], group, F, zero_rule, zero_exponent, mark_zero_acc, hi,
+             specials, ao[i], bo[i], acc0_bits[i], out_bits[i], b_zero[i], b_special[i],
              m0, min(M, m0 + TILE_ROWS), n0, min(N, n0 + TILE_COLS))
 
 

@@ -1,8 +1,8 @@
 """One library call's output under a given plan: inputs as bit patterns in, D out.
 
 `evaluate` is what every public call and `identify` come down to: the chain (`tcsim.blas.chain`)
-per batch element, then the epilogue (`tcsim.blas.epilogue`) and the rounding to the output
-type.
+over the whole batch, then per batch element the epilogue (`tcsim.blas.epilogue`) and the
+rounding to the output type.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chain import accumulate, reduce, to_output
+from .chain import accumulate_batch, reduce, to_output
 from .epilogue import apply
 from .plan import Plan
 
@@ -51,11 +51,15 @@ def evaluate(plan: Plan, ops: Operands, progress=None) -> np.ndarray:
     c = ops.c
     if c is not None and c.ndim >= 2:
         c = np.broadcast_to(c, batch + (M, N)).reshape((count, M, N))
+    init = None
+    if plan.epilogue == "c_first" and count:
+        init = np.broadcast_to(c if c is not None and c.ndim == 3 else c, (count, M, N))
+    # The whole batch at once: the chains of every element advance together.
+    all_parts = accumulate_batch(plan, A, B, init=init, progress=progress)
     results = []
     for i in range(A.shape[0]):
         ci = c[i] if c is not None and c.ndim == 3 else c
-        init = np.broadcast_to(ci, (M, N)) if plan.epilogue == "c_first" else None
-        parts = accumulate(plan, A[i], B[i], init=init, progress=progress)
+        parts = all_parts[i]
 
         def epilogue(acc, ci=ci):
             return apply(plan.epilogue, acc, ops.out_dtype, c=ci, alpha=ops.alpha,

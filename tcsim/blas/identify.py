@@ -8,11 +8,12 @@ running every candidate on the inputs and keeping those whose bits equal the GPU
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 
 from .evaluate import Operands, bit_patterns, evaluate
-from .kernels import read, split_hint
+from .kernels import KernelFacts, read, split_hint
 from .plan import Plan
 from .sweep import DTYPES
 from .table import UnsupportedCallError
@@ -20,7 +21,10 @@ from .table import UnsupportedCallError
 MAX_SPLITS = 16
 EPILOGUE_CHOICES = {
     "round": ("round",),
-    "add": ("add",),
+    # A bias on CUTLASS 2.x split-K kernels with bf16 partials: the reduced sum is rounded
+    # first, then the bias added (measured: bf16 linear 120 x 312 x 471, S = 7, a whole
+    # output of 37,440 elements).
+    "add": ("add", "round_add"),
     # The likeliest first: samples seldom tell the orders apart (whole outputs did, on the H100:
     # alpha_fma for nvjet's general alpha/beta, scale_b_first for row-wise fp8 scales; CUTLASS's
     # order is set in `candidates`).
@@ -30,14 +34,18 @@ EPILOGUE_CHOICES = {
 
 
 def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
-               split_hint: int | None = None) -> list[Plan]:
+               split_hint: int | None = None,
+               block: tuple[int, ...] | None = None) -> list[Plan]:
     """Every plan the kernels' names allow, the likeliest first: the split count the launch
     suggests (or none, when nothing suggests a split), then every other count up to
-    `MAX_SPLITS` (a grid does not always show the split)."""
-    facts = read(kernel_names, input_type)
+    `MAX_SPLITS` (a grid does not always show the split). ``block``: the GEMM kernel's
+    launch block, when known (it fixes the lanes of gemv kernels)."""
+    facts = read(kernel_names, input_type, block)
     if facts is None:
         return []
     split_counts = sorted(set(range(1, MAX_SPLITS + 1)) | {split_hint or 1})
+    if facts.lanes != KernelFacts.lanes and not (facts.split_k or split_hint):
+        split_counts = [1]  # gemv kernels: a split shows as a reduction kernel or grid z
     epilogues = EPILOGUE_CHOICES[epilogue]
     if epilogue == "scale" and "ovscale" in kernel_names[0]:
         epilogues = ("scale_b_first",)  # row-wise ("outer vector") scales
@@ -45,15 +53,20 @@ def candidates(kernel_names: list[str], input_type: str, epilogue: str, K: int,
         # CUTLASS 2.x's epilogue: alpha * acc + beta * C as two products and a sum (measured:
         # a whole output on the H100 that fma(alpha, ...) got wrong in 16 elements).
         epilogues = ("alpha_beta",) + tuple(e for e in epilogues if e != "alpha_beta")
+    if facts.interleaved and split_hint:
+        # The split is k-tiles dealt out to split_hint slices: lanes of one range.
+        split_counts = [1]
+        facts = replace(facts, lanes=((split_hint, facts.k_tiles[0], "in_order"),))
     plans = []
-    for k_tile, order, splits, reduction, align, ep in itertools.product(
+    for k_tile, order, splits, reduction, align, ep, (lanes, width, joined) in itertools.product(
             facts.k_tiles, facts.orders, split_counts, facts.reductions, facts.split_aligns,
-            epilogues):
+            epilogues, facts.lanes):
         if splits == 1 and (reduction != facts.reductions[0] or align != facts.split_aligns[0]):
             continue  # no split: the reduction and the rounding of ranges do not matter
         plan = facts.base.with_(k_tile=k_tile, order=order, splits=splits, epilogue=ep,
                                 reduction=reduction if splits > 1 else "parallel",
-                                split_align=align)
+                                split_align=align, lanes=lanes, lane_width=width,
+                                lane_reduction=joined)
         if splits == 1 or len(plan.ranges(K)) > 1:  # a split count K allows
             plans.append(plan)
     # The likeliest first: the hinted split, then the others; no split last when the launch
@@ -105,8 +118,9 @@ def identify_call(call, D: np.ndarray, kernels, grid, gpu: str) -> list[Plan]:
         epilogue = "add"
     else:
         epilogue = {"addmm": "alpha_beta", "scaled_mm": "scale"}.get(op, "round")
-    hint = None if grid is None else split_hint([dict(name=kernels[0], grid=list(grid))],
-                                                call.key.batch)
+    launch = [dict(name=k) for k in kernels if "at::native::" not in k] or [dict(name=kernels[0])]
+    launch[0]["grid"] = None if grid is None else list(grid)
+    hint = None if grid is None else split_hint(launch, call.key.batch)
     input_type = {"float16": "f16", "bfloat16": "bf16", "float32": "f32",
                   "int8": "s8"}.get(types, types)
     plans = candidates(list(kernels), input_type, epilogue, call.key.K, hint)

@@ -36,17 +36,27 @@ class KernelFacts:
     reductions: tuple[str, ...] = ("parallel",)
     # Element counts a split range rounds to (0: the k-tile), the likeliest first.
     split_aligns: tuple[int, ...] = (0,)
+    # (lanes, lane_width, lane_reduction) of the threads sharing each output's K (gemv and
+    # gemmSN kernels), the likeliest first.
+    lanes: tuple[tuple[int, int, str], ...] = ((1, 1, "tree"),)
+    # The launch's split count deals out k-tiles in turn (lanes of k-tile width) instead of
+    # cutting K into contiguous ranges.
+    interleaved: bool = False
 
 
 def mma_qualifier(input_type: str, k: int) -> str:
     return f"m16n8k{k}.row.col.f32.{input_type}.{input_type}.f32"
 
 
-def read(names: list[str], input_type: str) -> KernelFacts | None:
+def read(names: list[str], input_type: str,
+         block: tuple[int, ...] | None = None) -> KernelFacts | None:
     """The facts of a launch from the names of its kernels (the GEMM, and a split-K reduction
     kernel when there is one), for inputs of ``input_type`` ("f16", "bf16", "f32" meaning
     f32 without tf32, "tf32", "e4m3"/"e5m2" pairs as "e4m3.e5m2", "s8"). None when tcsim has no
-    model of the kernel's family."""
+    model of the kernel's family. ``block``: the GEMM kernel's launch block, when known
+    (gemv kernels share K among its threads)."""
+    # torch's own kernels (a bias copied into the output first) are not the GEMM.
+    names = [n for n in names if "at::native::" not in n] or names
     gemm = names[0]
     reduce = next((n for n in names[1:] if "splitKreduce" in n), None)
     partial = "f32"
@@ -96,29 +106,86 @@ def read(names: list[str], input_type: str) -> KernelFacts | None:
         base = Plan("mma", mma_qualifier("tf32", 8), int(m.group(3)), partial=partial,
                     round_inputs="tf32", kernel=gemm, split_align=4)
         return KernelFacts(base, (int(m.group(3)),), split, ("in_order", "residue_first"))
+    # CUDA-core kernels read 16-bit inputs widened to f32 (f32 inputs as they are).
+    widened = "f32" if input_type == "tf32" else input_type
     if "ffma" in gemm and (m := _TILESIZE.search(gemm)):
-        base = Plan("ffma", "fma.rn.f32.f32", int(m.group(3)), partial=partial,
+        base = Plan("ffma", f"fma.rn.f32.{widened}", int(m.group(3)), partial=partial,
                     kernel=gemm, split_align=4)
-        return KernelFacts(base, (int(m.group(3)),), split, ("in_order", "residue_first"))
+        # With a second, "execute_split_k" kernel that adds the slices: S = the first
+        # launch's grid z slices take the k-tiles in turn (measured: 3 of 3 order probes).
+        sliced = any("execute_split_k_kernel" in n for n in names[1:])
+        return KernelFacts(base, (int(m.group(3)),), split, ("in_order", "residue_first"),
+                           split_aligns=(4, 0), interleaved=sliced)
+    if "dot_kernel" in gemm and any("reduce_1Block" in n for n in names[1:]):
+        return None  # blocks of 128 threads and a reduction kernel: order not found yet
     if "dot_kernel" in gemm:  # cuBLAS's dot product (M = N = 1); seen only with K = 1
-        widened = "f32" if input_type == "tf32" else input_type
         return KernelFacts(Plan("ffma", f"fma.rn.f32.{widened}", 1, kernel=gemm), (1,), False,
                            ("in_order",))
     if m := _SIMT.search(gemm):
+        # Split ranges round to 4 elements, each an in-order FMA chain (measured: all 48
+        # sweep calls of these kernels with grid z = S and ranges of round_up(ceil(K/S), 4)).
         base = Plan("ffma", "fma.rn.f32.f32", int(m.group(3)), partial=partial,
-                    kernel=gemm, split_align=4, order="residue_first")
-        return KernelFacts(base, (int(m.group(3)),), split, ("residue_first", "in_order"))
-    return None
+                    kernel=gemm, split_align=4)
+        return KernelFacts(base, (int(m.group(3)),), split, ("in_order", "residue_first"),
+                           split_aligns=(4, 0))
+    return gemv_facts(gemm, names, widened, partial, split, block)
+
+
+_TEMPLATE_INTS = re.compile(r"(?<=[<, ])(\d+)(?=[,>])")
+# Lane layouts of gemvx kernels, the likeliest first (measured on cancelling inputs: strided
+# lanes for long K, one contiguous piece per lane for short K, blocks of 64 for [64, 8]).
+_GEMVX_WIDTHS = (1, 0, 64, 4, 2, 8, 16, 32)
+
+
+def gemv_facts(gemm: str, names: list[str], widened: str, partial: str, split: bool,
+               block: tuple[int, ...] | None = None) -> KernelFacts | None:
+    """cuBLAS's matrix-vector and small-N kernels: f32 FMA chains on the CUDA cores, each
+    output's K shared by several threads (lanes) whose sums are then added.
+
+    Measured on the H100 with inputs whose products cancel in pairs (the output is the
+    rounding residue, which tells orders of addition apart; scripts/blas_sweep.py --set
+    orders): ``gemmSN_NN_kernel<float, T, L, ...>`` gives K to L threads in contiguous pieces
+    and adds their sums in order, ``gemmSN_TN_kernel`` strided; ``gemvNSP_kernel<..., 1, 32,
+    4, ...>`` to 32 lanes in blocks of 4, added pairwise (warp shuffles); ``gemv2N_kernel``
+    runs one chain per output; ``internal::gemvx::kernel`` to the block's K-threads (x when
+    transposed, else y), in contiguous pieces or strided, added pairwise."""
+    base = Plan("ffma", f"fma.rn.f32.{widened}", 1, partial=partial, kernel=gemm,
+                split_align=1)
+    ints = [int(x) for x in _TEMPLATE_INTS.findall(gemm.split(">(", 1)[0])]
+    if "gemmSN_NN_kernel" in gemm and len(ints) >= 2:
+        lanes = ((ints[1], 0, "in_order"),)
+    elif "gemmSN_TN_kernel" in gemm and len(ints) >= 2:
+        # L strided lanes, added in order (measured: bf16 5 x 5199 x 144, 240 of 240 residues;
+        # long K keeps another order: 12 x 3 x 3638 is not explained)
+        lanes = ((ints[1], 1, "in_order"), (ints[1], 0, "in_order"))
+    elif "gemvNSP_kernel" in gemm and len(ints) >= 3:
+        lanes = ((ints[1], ints[2], "tree"),)
+    elif "gemv2N_kernel" in gemm:
+        lanes = ((1, 1, "tree"),)
+    elif "gemvx::kernel" in gemm:
+        flags = re.findall(r"\b(true|false)\b", gemm.split("gemvx::kernel<", 1)[1])
+        transposed = len(flags) >= 3 and flags[2] == "true"
+        if block is not None:
+            counts = (block[0] if transposed or flags[:1] == ["true"] else block[1],)
+        else:
+            counts = (32, 16, 8, 2, 4, 64, 128)
+        lanes = tuple((n, w, r) for n in counts for r in ("tree", "in_order")
+                      for w in _GEMVX_WIDTHS if n > 1 or (w, r) == (1, "tree"))
+    else:
+        return None
+    return KernelFacts(base, (1,), split, ("in_order",), lanes=lanes)
 
 
 def split_hint(kernels: list[dict], batch: int = 1) -> int | None:
-    """The split count the launch grid suggests, or None: grid z for CUTLASS 2.x kernels (after
-    the batch, which a batched launch counts there first), grid y for most nvjet split-K
-    kernels (not all: some fold it into x)."""
+    """The split count the launch grid suggests, or None: grid z for CUTLASS 2.x and gemv
+    kernels (after the batch, which a batched launch counts there first), grid y for most
+    nvjet split-K kernels (not all: some fold it into x)."""
     gemm = kernels[0]
     grid = gemm.get("grid") or [1, 1, 1]
     hint = None
-    if "cutlass" in gemm["name"] and grid[2] > 1:
+    # sm80 xmma kernels whose slices a second, split_k kernel adds
+    twice = len(kernels) > 1 and "execute_split_k_kernel" in kernels[1]["name"]
+    if ("cutlass" in gemm["name"] or "gemv" in gemm["name"] or twice) and grid[2] > 1:
         hint = grid[2] // batch if grid[2] % batch == 0 else None
     elif "splitK" in gemm["name"]:
         hint = grid[1]

@@ -24,6 +24,10 @@ REDUCTIONS = (
     "parallel",  # each range's result stored as `partial`; the ranges added in order in f32
     "serial",  # each range adds its f32 result to the D the previous range stored, in turn
 )
+LANE_REDUCTIONS = (
+    "tree",  # lanes added pairwise, halving: lane i += lane i + L/2, ... (warp shuffles)
+    "in_order",  # lane 0 + lane 1 + ... in turn (one thread reading shared memory)
+)
 EPILOGUES = (
     "round",  # out = round(acc)
     "add",  # out = round(acc + c), the addition in f32 (bias, or C with alpha = beta = 1)
@@ -63,6 +67,12 @@ class Plan:
     (None: one accumulator over the whole range, cuBLAS's "fast accumulation").
     ``round_inputs``: "tf32" when A and B are first rounded to tf32 to nearest even.
     ``epilogue``: one of `EPILOGUES`. ``kernel``: the kernel's name as the profiler shows it.
+    ``lanes``, ``lane_width``, ``lane_reduction`` ("ffma" only: cuBLAS's gemv and gemmSN
+    kernels): the threads that share one output's K within a range. Element k of a range goes
+    to lane ``(k // lane_width) % lanes`` (``lane_width`` 0: ``ceil(len / lanes)``, one
+    contiguous piece per lane); each lane is an FMA chain from zero over its elements in k
+    order, and the lanes' sums are added as ``lane_reduction`` says (one of
+    `LANE_REDUCTIONS`).
     """
 
     engine: str
@@ -78,14 +88,19 @@ class Plan:
     epilogue: str = "round"
     kernel: str = ""
     source: str = ""
+    lanes: int = 1
+    lane_width: int = 1
+    lane_reduction: str = "tree"
 
     def __post_init__(self) -> None:
         for name, allowed in (("engine", ENGINES), ("order", ORDERS), ("partial", PARTIALS),
-                              ("reduction", REDUCTIONS), ("epilogue", EPILOGUES)):
+                              ("reduction", REDUCTIONS), ("epilogue", EPILOGUES),
+                              ("lane_reduction", LANE_REDUCTIONS)):
             if getattr(self, name) not in allowed:
                 raise PlanError(f"Plan.{name} must be one of {', '.join(allowed)}; "
                                 f"got {getattr(self, name)!r}")
-        for name, low in (("k_tile", 1), ("splits", 1), ("split_align", 0)):
+        for name, low in (("k_tile", 1), ("splits", 1), ("split_align", 0), ("lanes", 1),
+                          ("lane_width", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise PlanError(f"Plan.{name} must be an int >= {low}; got {value!r}")
@@ -94,6 +109,11 @@ class Plan:
                 or isinstance(self.promotion, bool) or self.promotion < 1):
             raise PlanError(f"Plan.promotion is a positive int count of fp8 wgmma steps, or "
                             f"None; got {self.promotion!r}")
+        if (self.lanes > 1 and self.engine != "ffma") or (
+                self.lane_reduction == "tree" and self.lanes & (self.lanes - 1)):
+            raise PlanError(f"Plan.lanes is above 1 only for the 'ffma' engine, and a power "
+                            f"of two for a 'tree' reduction; got {self.lanes!r} "
+                            f"({self.engine!r}, {self.lane_reduction!r})")
         if self.round_inputs not in (None, "tf32"):
             raise PlanError(f"Plan.round_inputs must be None or 'tf32'; got {self.round_inputs!r}")
         for name in ("instruction", "kernel", "source"):
@@ -176,7 +196,9 @@ class Plan:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
+        defaults = {"lanes": 1, "lane_width": 1, "lane_reduction": "tree"}
+        return {k: v for k, v in asdict(self).items()
+                if v not in (None, "") and defaults.get(k, object()) != v}
 
     def __str__(self) -> str:
         return describe(self)
@@ -197,6 +219,13 @@ def describe(plan: Plan, K: int | None = None) -> str:
         lines.append(f"kernel      {plan.kernel}")
     if plan.engine == "ffma":
         lines.append("instruction f32 fused multiply-add on the CUDA cores, one k at a time")
+        if plan.lanes > 1:
+            how = ("pairwise, halving (warp shuffles)" if plan.lane_reduction == "tree"
+                   else "in order")
+            split = (f"element k to lane (k // {plan.lane_width}) % {plan.lanes}"
+                     if plan.lane_width else "one contiguous piece of ceil(K / lanes) each")
+            lines.append(f"lanes       {plan.lanes} threads share each output's K: {split}, "
+                         f"each lane an FMA chain from zero; the lanes' sums added {how}")
     elif plan.engine == "int":
         lines.append("instruction int8 tensor-core steps with exact int32 sums "
                      "(any order gives the same bits)")

@@ -50,10 +50,10 @@ def _held_out_calls(rng, count, known):
     """Random shapes of every op the table does not hold."""
     calls = []
     ops = ["matmul16", "matmulbf", "bmm", "addmm", "addmm_bias", "linear", "tf32", "fp8",
-           "fp8row", "int_mm", "layout"]
+           "fp8row", "int_mm", "layout", "f32", "gemv"]
     while len(calls) < count:
         kind = ops[len(calls) % len(ops)]
-        # From 16 up: smaller M or N go to gemv kernels tcsim has no model of.
+        # From 16 up (the "gemv" kind draws M = 1 or N = 1 on purpose).
         m, n, k = (int(2 ** rng.uniform(4, np.log2(LARGEST))) for _ in range(3))
         if rng.random() < 0.8:
             m, n, k = (max(8, -(-x // 8) * 8) for x in (m, n, k))
@@ -78,6 +78,18 @@ def _held_out_calls(rng, count, known):
             call = dict(op="linear", dtype=dtype, M=m, N=n, K=k, bias=bool(rng.random() < 0.5))
         elif kind == "tf32":
             call = dict(op="matmul", dtype="float32", M=m, N=n, K=k, tf32=True)
+        elif kind == "f32":  # torch's default float32: SGEMM on the CUDA cores
+            call = dict(op="matmul", dtype="float32", M=m, N=n, K=k, tf32=False)
+        elif kind == "gemv":  # one row or one column: cuBLAS's gemv kernels
+            dtype = str(rng.choice(["float16", "bfloat16", "float32"]))
+            m, n = (1, n) if rng.random() < 0.5 else (m, 1)
+            # (linear and addmm of one row go to kernels the table has no plan of yet)
+            op = str(rng.choice(["matmul", "bmm"]))
+            call = dict(op=op, dtype=dtype, M=m, N=n, K=k)
+            if op == "bmm":
+                call["batch"] = int(rng.integers(2, 5))
+            if dtype == "float32":
+                call["tf32"] = False
         elif kind in ("fp8", "fp8row"):
             n, k = -(-n // 16) * 16, -(-k // 16) * 16
             row = kind == "fp8row"

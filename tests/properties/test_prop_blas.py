@@ -60,3 +60,76 @@ junk = st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=3),
 def test_bad_operands_get_a_typed_error(op, x, y):
     with pytest.raises((TypeError, ValueError)):
         getattr(blas, op)(x, y)
+
+
+def _round_f32(x):
+    """An exact rational rounded to float32 to nearest even (normal and subnormal range)."""
+    from fractions import Fraction
+    from math import floor, log2
+
+    if x == 0:
+        return Fraction(0)
+    e = max(floor(log2(abs(x))), -126)
+    while abs(x) >= Fraction(2) ** (e + 1):  # log2's float rounding, corrected
+        e += 1
+    while e > -126 and abs(x) < Fraction(2) ** e:
+        e -= 1
+    quantum = Fraction(2) ** (e - 23)
+    return round(x / quantum) * quantum  # Fraction's round(): half to even
+
+
+def _lanes_by_hand(a, b, lanes, width, joined):
+    """One output of a lane plan, in exact rationals: slot i to lane (i // width) % lanes,
+    each lane an FMA chain (one rounding per step) from zero, then the lanes' sums added."""
+    from fractions import Fraction
+
+    K = len(a)
+    width = width or max(1, -(-K // lanes))
+    acc = [Fraction(0)] * lanes
+    for i in range(K):
+        lane = (i // width) % lanes
+        acc[lane] = _round_f32(acc[lane] + Fraction(float(a[i])) * Fraction(float(b[i])))
+    if joined == "in_order":
+        total = acc[0]
+        for v in acc[1:]:
+            total = _round_f32(total + v)
+        return total
+    while len(acc) > 1:
+        half = len(acc) // 2
+        acc = [_round_f32(acc[i] + acc[i + half]) for i in range(half)]
+    return acc[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(M=st.integers(1, 3), N=st.integers(1, 3), K=st.integers(1, 40),
+       lanes=st.sampled_from([1, 2, 3, 4, 5, 8, 32]), width=st.sampled_from([0, 1, 2, 4, 8]),
+       joined=st.sampled_from(["tree", "in_order"]), seed=st.integers(0, 2**32 - 1),
+       inputs=st.sampled_from(["f32", "f16", "bf16"]))
+def test_lane_plans_are_fma_chains_added_as_the_plan_says(M, N, K, lanes, width, joined, seed,
+                                                          inputs):
+    """gemv/gemmSN lane plans (CUDA-core FMA chains per lane, then the lanes added pairwise or
+    in order) give, on both engines, the bits of the same arithmetic in exact rationals."""
+    if joined == "tree" and lanes & (lanes - 1):
+        joined = "in_order"  # a tree needs a power of two (the plan refuses other counts)
+    dtype = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[inputs]
+    rng = np.random.default_rng(seed)
+    scale = np.exp2(rng.integers(-6, 7, (M, K)))  # spread exponents: rounding shows
+    A = (rng.standard_normal((M, K)) * scale).astype(dtype)
+    B = rng.standard_normal((K, N)).astype(dtype)
+    plan = blas.Plan("ffma", f"fma.rn.f32.{inputs}", 1, lanes=lanes, lane_width=width,
+                     lane_reduction=joined)
+    from tcsim.blas import compiled
+    from tcsim.blas.evaluate import Operands, evaluate
+
+    uint = np.dtype(f"u{A.dtype.itemsize}")
+    ops = Operands(A.view(uint), B.view(uint), "float32")
+    got = {}
+    for engine in ("numpy", "numba" if compiled.available() else "numpy"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(compiled.ENGINE_VARIABLE, engine)
+            got[engine] = evaluate(plan, ops)
+    for D in got.values():
+        for i in range(M):
+            for j in range(N):
+                want = _lanes_by_hand(A[i], B[:, j], lanes, width, joined)
+                assert D[i, j] == float(want), (i, j, D[i, j], float(want), plan)
