@@ -196,7 +196,7 @@ def compare_counters(cases, rng) -> None:
         log_hw({"test": "hopper_counters", "kernel": name, "shape": [M, N, K],
                 "accumulate": acc, "params": params, "beta": beta, "trace": predicted,
                 "ncu": measured, "device": runtime.device_name()})
-        q = tcsim.kernels.kernel_named(name).params(**params)
+        q = tcsim.kernels.kernel_named(name).params(accumulate=acc, **params)
         staged = bool(q.staged_epilogue or q.store_buffers)  # kernel10 works there too
         expected = dict(measured)
         if staged:  # the contended wavefronts: see CONTENDED
