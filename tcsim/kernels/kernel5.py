@@ -1,13 +1,11 @@
-"""kernel5: kernel4's schedule with tile dimensions tuned for the GPU.
+"""kernel5: kernel4's schedule with tile dimensions tuned for the H100.
 
-The article tunes for a T4 (256x256 block tiles, block_k 32, warp tiles 128x64, 8 warps). On
-the H100 (`benchmarks/tune_gpu.py`, 8192^3, docs/benchmarks.md) those tiles run f16
-accumulation at 327 TFLOP/s but spill with f32 accumulators (3 TFLOP/s); 128x128x32 blocks of
-four 64x64 warps run 327 (f16) and 290 (f32), the best for both, against 290 and 268 for
-kernel4's 256x128x64. Smaller blocks and a shorter block_k let several blocks share an SM, so
-one block's barrier waits overlap another's work: with f16 accumulators the twin asks for
-registers for 3 blocks an SM (168 a thread, 12 warps an SM); f32 accumulators need 238
-registers, and squeezing them into 168 spills (191 against 284 TFLOP/s at 8192^3).
+The article tunes for a T4 (256x256 block tiles, block_k 32, warp tiles 128x64, 8 warps); on
+the H100 those tiles spill with f32 accumulators. 128x128x32 blocks of four 64x64 warps are the
+best for both accumulator types (`benchmarks/tune_gpu.py`; the figures are in
+docs/kernels.md). Smaller blocks and a shorter block_k let several blocks share an SM, so one
+block's barrier waits overlap another's work: with f16 accumulators the twin asks for registers
+for 3 blocks an SM; f32 accumulators need more registers than that leaves, so one.
 """
 
 from .kernel import Kernel

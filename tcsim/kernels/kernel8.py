@@ -2,9 +2,8 @@
 
 kernel7 launches one block per tile, and the GPU hands them out along N first: at 8192^3 each
 wave of 132 tiles of 128 x 256 spans 4 block rows and all 32 block columns, so every wave reads
-all 128 MiB of B from DRAM again (Nsight Compute on the H100: kernel7 reads 4.5 GB from DRAM
-with an L2 hit rate of 49%, kernel8 1.4 GB with 81%; docs/kernels.md). kernel8 changes only
-which block computes which tile (`tcsim.kernels.scheduler`):
+all 128 MiB of B from DRAM again (docs/kernels.md has Nsight Compute's DRAM bytes and L2 hit
+rates of both). kernel8 changes only which block computes which tile (`tcsim.kernels.scheduler`):
 
 - **tile order**: groups of 16 block rows, walked column by column, so the tiles in flight
   share their rows of A and columns of B in L2;
