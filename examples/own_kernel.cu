@@ -30,6 +30,9 @@
 #if defined(ACC_F32) && ACC_F32
 #error "own_kernel.cu keeps f16 accumulators, as mine does (accumulate='f16')"
 #endif
+#if defined(MMA_K) && MMA_K != 8
+#error "own_kernel.cu issues m16n8k8, as mine does (mma_k=8)"
+#endif
 #define THREADS (BM / WM * BN / WN * 32)
 #define A_BYTES (BM * (BK + PAD) * 2)  // B's tile starts where A's ends
 

@@ -231,6 +231,15 @@ def hopper_program(m, p):
     m.run_roles(("producer", producer()), ("consumer", consumer()))
 
 
+def hopper_requires(p):
+    """What this schedule assumes: one consumer warpgroup (block_m 64), K tiles of one
+    128-byte swizzle row (block_k 64), B in whole 64-column boxes."""
+    if (p.block_m, p.warp_m, p.block_k) != (64, 64, 64) or p.block_n % BOX:
+        raise ValueError(f"mine_hopper runs block_m=64 (one consumer warpgroup), block_k=64 "
+                         f"and block_n a multiple of {BOX}; got block_m={p.block_m}, "
+                         f"block_k={p.block_k}, block_n={p.block_n}")
+
+
 mine_hopper = Kernel("mine_hopper", "my Hopper GEMM: TMA, mbarriers, wgmma m64n256k16",
-                     hopper_program, lambda p: (), HOPPER, takes_c=False, arch="sm_90a",
-                     tensor_maps=hopper_maps)
+                     hopper_program, lambda p: (), HOPPER, hopper_requires, takes_c=False,
+                     arch="sm_90a", tensor_maps=hopper_maps)

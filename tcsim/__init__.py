@@ -70,6 +70,7 @@ from .kernels.checks import (
     SharedRaceError,
     SimulationError,
     UninitializedReadError,
+    UnwrittenOutputError,
 )
 from .kernels.executor import run
 from .kernels.happens_before import DescriptorLayoutError, ProxyFenceError, StageRaceError
@@ -102,7 +103,8 @@ __all__ = [
     "kernel5", "kernel6", "kernel7", "kernel8", "kernel9", "kernel10", "wmma_basic",
     "wmma_basic_fixed", "wmma_shared", "tf32_puzzle",
     "run", "trace", "Trace", "SimulationError", "SharedRaceError",
-    "AsyncCopyRaceError", "UninitializedReadError", "SharedAddressError", "GlobalMemoryError",
+    "AsyncCopyRaceError", "UninitializedReadError", "UnwrittenOutputError", "SharedAddressError",
+    "GlobalMemoryError",
     "DivergentWarpError", "StageRaceError", "ProxyFenceError", "DescriptorLayoutError",
     "DeadlockError", "TransactionError", "PhaseError", "WgmmaSpec", "parse_wgmma",
     "supported_wgmma_qualifiers", "wgmma",

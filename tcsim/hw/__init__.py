@@ -26,12 +26,14 @@ from .runtime import (
     HardwareUnavailable,
     available,
     device_name,
+    include_dirs,
     unavailable_reason,
 )
 from .verify import Verification, check_compiles, verify
 
 __all__ = [
     "CompileError", "HardwareUnavailable", "Launch", "TwinCheck", "Verification",
-    "assert_twin_matches", "available", "check_compiles", "check_twin", "device_name", "mma",
-    "mma_regs", "profile", "run", "unavailable_reason", "verify", "wgmma", "wgmma_regs",
+    "assert_twin_matches", "available", "check_compiles", "check_twin", "device_name",
+    "include_dirs", "mma", "mma_regs", "profile", "run", "unavailable_reason", "verify",
+    "wgmma", "wgmma_regs",
 ]

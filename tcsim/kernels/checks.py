@@ -60,6 +60,11 @@ class DivergentWarpError(SimulationError):
     """A ``.sync.aligned`` instruction issued with fewer than 32 active lanes."""
 
 
+class UnwrittenOutputError(SimulationError):
+    """Elements of D that no instruction of the schedule stored (they would hold whatever
+    the GPU's memory held)."""
+
+
 MODES = ("raise", "warn", "collect", "off")
 
 

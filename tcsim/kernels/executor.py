@@ -20,6 +20,7 @@ from ..isa.wmma import wmma_fragment, wmma_regs
 from ..memory.access import parse_instruction
 from ..memory.descriptors import MatrixDescriptor
 from ..progress import progress
+from .checks import UnwrittenOutputError
 from .happens_before import PhaseChecker
 from .kernel import Kernel
 from .machine import OFF, Machine
@@ -40,6 +41,7 @@ class Executor(Machine):
         self.alpha, self.beta = np.float32(alpha), np.float32(beta)
         self.memory = {"A": A.reshape(-1), "B": B.reshape(-1), "C": C.reshape(-1),
                        "D": D.reshape(-1)}
+        self.stored = np.zeros(D.size, bool)  # D's elements some instruction stored
         self.progress = _Share(lambda done: None, 0)  # `execute` gives each group its share
         self.role = None  # the role running now (warp-specialized kernels)
 
@@ -74,8 +76,13 @@ class Executor(Machine):
         memory = self.memory[operand]
         values = np.ascontiguousarray(registers, np.uint32).view(memory.dtype)
         on = offsets != OFF  # lanes predicated off store nothing
-        memory[offsets[on][..., None] + np.arange(values.shape[-1])] = \
-            np.broadcast_to(values, offsets.shape + values.shape[-1:])[on]
+        elements = offsets[on][..., None] + np.arange(values.shape[-1])
+        memory[elements] = np.broadcast_to(values, offsets.shape + values.shape[-1:])[on]
+        self._stored(operand, elements)
+
+    def _stored(self, operand: str, elements) -> None:
+        if operand == "D":
+            self.stored[elements] = True
 
     def _load_shared(self, site, spelling, addresses, width):
         self._role_access(site, addresses, write=False)
@@ -113,6 +120,7 @@ class Executor(Machine):
         bits = wmma_fragment(spec, "d").from_registers(registers)
         if space == "global":
             self.memory[matrix][offsets] = bits
+            self._stored(matrix, offsets)
         else:
             view, index = self._shared_elements(spec, "d", offsets)
             view[index] = bits
@@ -198,6 +206,7 @@ class Executor(Machine):
         elements, inside = tensor_map.box_elements(rows, cols)  # (blocks, box rows, box cols)
         values = self.shared.view(np.dtype(f"u{e}"))[:, offsets // e]
         self.memory[operand][elements[inside]] = values[inside]  # TMA clips the box
+        self._stored(operand, elements[inside])
 
     def _bulk_commit(self):
         if self.phases:
@@ -334,6 +343,14 @@ def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
                 kernel.issue(ex)
                 ex.end_blocks()
                 ex.progress.finish()
+    if not ex.stored.all() and ex.report.mode != "off":
+        missing = np.flatnonzero(~ex.stored)
+        r, c = divmod(int(missing[0]), ex.N)
+        ex.report(UnwrittenOutputError(
+            f"{kernel.name}: the schedule stored nothing to {missing.size:,} of D's "
+            f"{ex.M * ex.N:,} elements, the first at row {r}, column {c} (block tile "
+            f"({r // params.block_m}, {c // params.block_n})): they would hold whatever the "
+            f"GPU's memory held", site="D", element=(r, c), count=int(missing.size)))
     return D.view(params.output_dtype)
 
 

@@ -252,3 +252,44 @@ def test_a_file_loads_as_a_script_once(tmp_path):
     assert str(tmp_path) not in sys.path  # the script's folder was on the path only to load
     os.chdir(tmp_path)
     assert kernel_named("mykernel.py:small") is first
+
+
+def test_d_elements_no_instruction_stores_are_refused_not_left_zero(rng):
+    """A schedule whose epilogue forgets half of D (a newcomer's bug: the 16-row tile offset
+    times 0, so every warp stores its first 16 rows over and over) stops with
+    UnwrittenOutputError naming the count and the first element, instead of a D half zeros."""
+    mine = own("mine")
+    guide = sys.modules[mine.program.__module__]
+
+    def store_d(m, p, acc):  # the guide's store_d with the bug
+        frag = tcsim.fragment(p.qualifier, "d")
+        first = np.moveaxis(frag.coords[:, 0::2], 0, 1)
+        warp_row = m.warp_row.reshape(-1, 1, 1, 1, 1) * p.warp_m
+        warp_col = m.warp_col.reshape(-1, 1, 1, 1, 1) * p.warp_n
+        tile_m = np.arange(p.tiles_m).reshape(-1, 1, 1, 1) * 0  # should be * 16
+        tile_n = np.arange(p.tiles_n).reshape(-1, 1, 1) * 8
+        m.store_global("D_store", "D", warp_row + tile_m + first[..., 0],
+                       warp_col + tile_n + first[..., 1], np.moveaxis(acc, -1, -2)[..., None])
+
+    def program(m, p, A_smem, B_smem):
+        acc = m.zeros(p.warps, p.tiles_m, p.tiles_n, 32, 2)
+        for k in m.k_tiles():
+            guide.copy_tile(m, p, A_smem, k)
+            guide.copy_tile(m, p, B_smem, k)
+            m.sync()
+            a, b = guide.a_fragments(m, p, A_smem), guide.b_fragments(m, p, B_smem)
+            for step in range(p.block_k // 8):
+                acc = m.mma("mma", a[..., :, step, None, :, :], b[..., None, step, :, :, :], acc)
+            m.sync()
+        store_d(m, p, acc)
+
+    forgetful = tcsim.Kernel("forgetful", "mine, storing 16 of each warp's 64 rows", program,
+                             mine.tiles, mine.defaults, takes_c=False)
+    A = rng.uniform(-1, 1, (128, 64)).astype(np.float16)
+    B = rng.uniform(-1, 1, (64, 256)).astype(np.float16)
+    with pytest.raises(tcsim.SimulationError,
+                       match=r"stored nothing to 24,576 of D's 32,768 elements, the first at "
+                             r"row 16, column 0 \(block tile \(0, 0\)\)"):
+        tcsim.run(forgetful, A, B)
+    D = tcsim.run(forgetful, A, B, checks="off")  # what a GPU would leave: rows 16..63 unset
+    assert not D[16:64].any() and D[:16].any()
