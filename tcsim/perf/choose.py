@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .gpus import Gpu
+from .gpus import Gpu, MissingRateError
 from .gpus import gpu as gpu_named
 from .model import Explanation
 
@@ -55,7 +55,7 @@ class Choice:
             mark = "->" if label == self.label else "  "
             lines.append(f"{mark} {label}: {_in_words(e)}")
         for label, why in self.refused.items():
-            lines.append(f"   {label}: cannot run this problem ({why})")
+            lines.append(f"   {label}: cannot run or explain this problem ({why})")
         others = [e.seconds for label, e in self.explanations.items() if label != self.label]
         if others:
             lines.append(f"   {self.label} is predicted {min(others) / best.seconds:.2f}x as "
@@ -91,9 +91,13 @@ def choose_tile(kernel, M: int, N: int, K: int, *,
         except ProblemSizeError as error:
             refused[label] = str(error)
             continue
-        explanations[label] = t.explain(g, registers)
+        try:
+            explanations[label] = t.explain(g, registers)
+        except MissingRateError as error:  # a tile whose instruction has no measured rate
+            refused[label] = str(error)
     if not explanations:
-        raise ProblemSizeError(f"{k.name}: no candidate tile fits M={M} N={N} K={K}: "
+        raise ProblemSizeError(f"{k.name}: no candidate tile fits and can be explained at "
+                               f"M={M} N={N} K={K}: "
                                + "; ".join(f"{label}: {why}" for label, why in refused.items()))
     best = min(explanations, key=lambda label: explanations[label].seconds)
     return Choice(k.name, (M, N, K), best, dict(candidates[best]), explanations, refused)

@@ -31,6 +31,10 @@ class Constant:
     source: str
 
 
+class MissingRateError(ValueError):
+    """The GPU description has no measured rate for an instruction a kernel issues."""
+
+
 @dataclass(frozen=True)
 class Gpu:
     key: str
@@ -54,8 +58,10 @@ class Gpu:
         most."""
         family = tensor_family(qualifier)
         if family not in self.tensor:  # a shape or type this description has no rate for
-            raise ValueError(f"{self.key}: no tensor rate for {family!r} (a {qualifier}); "
-                             f"known: {', '.join(sorted(self.tensor))}")
+            raise MissingRateError(
+                f"{self.key}: no tensor rate for {family!r} (a {qualifier}): the description "
+                f"holds measured rates only (benchmarks/bench_gpu_constants.py measures them); "
+                f"known: {', '.join(sorted(self.tensor))}")
         return self.tensor[family].value
 
     def clock_hz(self, wgmma: bool, accumulate: str | None = None,
