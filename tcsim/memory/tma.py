@@ -22,6 +22,9 @@ Facts (CUDA driver API, ``cuTensorMapEncodeTiled``; PTX ISA, "Tensor copy" and "
 - the copy's bytes count as transactions on the mbarrier it names: the whole box, zero-filled
   parts included.
 
+Measured on the H100 (docs/kernels.md, "Any shape"): what Nsight Compute counts of a box's
+global traffic, `TensorMap.load_sectors` and `TensorMap.store_sectors`.
+
 kernel7's twin pins the 128-byte mode on the H100 (tests/hw: its output bits equal
 `tcsim.run`'s, which reads the boxes through this model).
 """
