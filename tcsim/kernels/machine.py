@@ -175,7 +175,7 @@ class Machine(HopperInstructions, ABC):
     def load_shared(self, site: str, addresses, width: int = 4, active=None) -> np.ndarray:
         """``ld.shared.b32`` (``width`` 4) or ``ld.shared.v4.b32`` (16): each lane reads
         ``width`` bytes; registers (..., 32, width / 4). ``active`` (bools, (blocks, ...,
-        32), as `inside` gives): only those lanes read (``if (inside) ld.shared`` in the
+        32)): only those lanes read (``if (inside) ld.shared`` in the
         twin); the others get zeros, and a warp with none reads nothing."""
         if width not in LD_SHARED_BY_WIDTH:
             raise ValueError(f"{self.kernel} site {site!r}: ld.shared reads 4 or 16 bytes a "
@@ -189,12 +189,6 @@ class Machine(HopperInstructions, ABC):
             active = np.asarray(active, bool)
             addresses = np.broadcast_to(addresses, active.shape[1:])
         return self._load_shared(site, spelling, addresses, width, active)
-
-    def inside(self, site: str, operand: str, rows, cols, vector: int = 8) -> np.ndarray:
-        """Whether each lane's ``vector`` elements at ``operand[row, col]`` of the blocks' tile
-        lie inside the matrix: (blocks, *lanes shape) bools, the lanes that `load_global` and
-        `store_global` with ``clip`` do not predicate off."""
-        return self.global_elements(site, operand, rows, cols, 0, vector, clip=True) != OFF
 
     def allocate_local(self, size: int) -> None:
         """Give every thread ``size`` bytes of local memory (a per-thread array that the

@@ -29,6 +29,7 @@ import numpy as np
 from ..isa.fragments import mma_fragment
 from ..memory.descriptors import SwizzleMode
 from .blocks import epilogue_words
+from .machine import OFF
 from .params import STAGING_ROW_BYTES, GemmParams
 
 CHUNK_COLUMNS = 64  # one 128-byte line of f16
@@ -104,6 +105,7 @@ def staged_epilogue(m, p: GemmParams, acc: np.ndarray) -> None:
         m.store_shared("C_smem_store", line, c)
         d_in_place(m, matrices, per_warp, chunk)
         # an edge tile's lines past the matrix are neither read nor stored (hopper.cuh)
-        inside = m.inside("D_gmem_store", "D", rows, cols) if p.ragged else None
+        inside = m.global_elements("D_gmem_store", "D", rows, cols, 0, 8, clip=True) != OFF \
+            if p.ragged else None
         m.store_global("D_gmem_store", "D", rows, cols,
                        m.load_shared("D_smem_load", line, 16, active=inside), clip=p.ragged)
