@@ -112,7 +112,8 @@ class TensorMap:
         """The 32-byte sectors Nsight Compute counts for one load of the box at
         ``matrix[row, col]`` (``l1tex__m_xbar2l1tex_read_sectors_pipe_tma``; its read bytes are
         32 per sector). Measured on the H100 (docs/kernels.md, "Any shape"): TMA reads each box
-        row on its own, so two rows that share a sector count it twice; the row's part inside
+        row on its own (measured with rows of 128 bytes, the 128-byte swizzle's, the only ones
+        the rungs copy), so two rows that share a sector count it twice; the row's part inside
         the matrix counts the global sectors it touches (five for 128 bytes that start 16
         bytes into a sector), and its part outside, filled with zeros, counts the box row's own
         32-byte pieces that it covers, as if it were read: a row wholly outside (past M, or a
