@@ -316,9 +316,18 @@ class Counter:
             s.l2_sectors += sectors * self.times
 
     def _count_shared(self, site: str, spelling: str, addresses: np.ndarray,
-                      sources: np.ndarray | None = None, ptx: str = "") -> None:
+                      sources: np.ndarray | None = None, ptx: str = "", active=None) -> None:
+        """``active`` (bools, shaped like ``addresses`` with the blocks axis in front): the
+        lanes not predicated off; a warp with none issues nothing (measured with kernel9's
+        staged epilogue, docs/kernels.md "Any shape")."""
         lanes = addresses.reshape(-1, 32)
-        shifted = lanes - lanes.min(axis=1, keepdims=True) // BANK_PERIOD * BANK_PERIOD
+        on = np.ones(lanes.shape, bool)
+        if active is not None:
+            on = np.asarray(active).reshape(-1, 32)
+            lanes = np.broadcast_to(addresses, np.shape(active)).reshape(-1, 32)[on.any(axis=1)]
+            on = on[on.any(axis=1)]
+        lowest = np.where(on, lanes, lanes.max(initial=0)).min(axis=1, keepdims=True)
+        shifted = np.where(on, lanes - lowest // BANK_PERIOD * BANK_PERIOD, -1)
         if sources is not None:  # cp.async: where in global memory matters too (access())
             src = np.asarray(sources).reshape(-1, 32)
             src = src - src.min(axis=1, keepdims=True) // BANK_PERIOD * BANK_PERIOD
@@ -326,7 +335,8 @@ class Counter:
         patterns, counts = np.unique(shifted, axis=0, return_counts=True)
         s = self._site(site, spelling, ptx)
         for pattern, count in zip(patterns, counts):
-            a = access(spelling, pattern[:32], sources=None if sources is None else pattern[32:])
+            lanes_of = [None if x < 0 else int(x) for x in pattern[:32]]
+            a = access(spelling, lanes_of, sources=None if sources is None else pattern[32:])
             s.wavefronts += a.wavefronts * int(count) * self.times
             s.ideal += a.ideal * int(count) * self.times
         s.executions += lanes.shape[0] * self.times
@@ -464,8 +474,8 @@ class Tracer(Counter, Machine):
     def _store_global(self, site, spelling, operand, offsets, registers):
         self._count_global(site, spelling, self._bytes(operand, offsets), active=offsets != OFF)
 
-    def _load_shared(self, site, spelling, addresses, width):
-        self._count_shared(site, spelling, addresses)
+    def _load_shared(self, site, spelling, addresses, width, active=None):
+        self._count_shared(site, spelling, addresses, active=active)
         return np.zeros((1,) + addresses.shape + (width // 4,), np.uint32)
 
     def _load_local(self, site, spelling, offsets, width):
@@ -519,20 +529,15 @@ class Tracer(Counter, Machine):
         self._count_shared(site, spelling, _row_addresses(addresses, rows))
 
     def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
-        self._count_box(self._site(site, TMA_LOAD), tensor_map, rows, cols)
+        self._count_box(self._site(site, TMA_LOAD), tensor_map.load_sectors(rows, cols))
 
     def _tma_store(self, site, operand, tensor_map, source, rows, cols):
-        self._count_box(self._site(site, TMA_STORE), tensor_map, rows, cols)
+        self._count_box(self._site(site, TMA_STORE), tensor_map.store_sectors(rows, cols))
 
-    def _count_box(self, s: Site, tensor_map, rows, cols) -> None:
-        """One TMA copy, issued by one thread: one warp instruction, and the global sectors of
-        the box's elements inside the matrix. Assumed (docs/kernels.md, "Any shape"; the hw
-        tests check it): the zeros TMA fills past the edge cross no bus, and a store writes
-        only the part inside."""
+    def _count_box(self, s: Site, sectors: int) -> None:
+        """One TMA copy, issued by one thread: one warp instruction and its sectors."""
         s.executions += self.times
         s.requests += self.times
-        elements, inside = tensor_map.box_elements(rows, cols)
-        sectors = np.unique(elements[inside] * tensor_map.element_bytes // SECTOR).size
         s.sectors += sectors * self.times
 
     def _wait(self, barriers, index, parity):

@@ -84,10 +84,11 @@ class Executor(Machine):
         if operand == "D":
             self.stored[elements] = True
 
-    def _load_shared(self, site, spelling, addresses, width):
+    def _load_shared(self, site, spelling, addresses, width, active=None):
         self._role_access(site, addresses, write=False)
         words = addresses[..., None] // 4 + np.arange(width // 4)
-        return self.shared[self._block_index(words.ndim), words]
+        data = self.shared[self._block_index(words.ndim), words]
+        return data if active is None else np.where(active[..., None], data, np.uint32(0))
 
     def _role_access(self, site, addresses, write: bool) -> None:
         """A role's own shared access takes part in the happens-before checks."""

@@ -172,9 +172,11 @@ class Machine(HopperInstructions, ABC):
         offsets = self.global_elements(site, operand, rows, cols, 0, vector, clip)
         self._store_global(site, ST_GLOBAL[size], operand, offsets, registers)
 
-    def load_shared(self, site: str, addresses, width: int = 4) -> np.ndarray:
+    def load_shared(self, site: str, addresses, width: int = 4, active=None) -> np.ndarray:
         """``ld.shared.b32`` (``width`` 4) or ``ld.shared.v4.b32`` (16): each lane reads
-        ``width`` bytes; registers (..., 32, width / 4)."""
+        ``width`` bytes; registers (..., 32, width / 4). ``active`` (bools, (blocks, ...,
+        32)): only those lanes read (``if (inside) ld.shared`` in the
+        twin); the others get zeros, and a warp with none reads nothing."""
         if width not in LD_SHARED_BY_WIDTH:
             raise ValueError(f"{self.kernel} site {site!r}: ld.shared reads 4 or 16 bytes a "
                              f"lane, not {width!r}")
@@ -183,7 +185,10 @@ class Machine(HopperInstructions, ABC):
         self.check_shared(site, spelling, addresses, width)
         if self.checker is not None:
             self.checker.read(site, spelling, addresses)
-        return self._load_shared(site, spelling, addresses, width)
+        if active is not None:
+            active = np.asarray(active, bool)
+            addresses = np.broadcast_to(addresses, active.shape[1:])
+        return self._load_shared(site, spelling, addresses, width, active)
 
     def allocate_local(self, size: int) -> None:
         """Give every thread ``size`` bytes of local memory (a per-thread array that the
@@ -393,7 +398,7 @@ class Machine(HopperInstructions, ABC):
     def _mma(self, site, a, b, c) -> np.ndarray: ...
 
     @abstractmethod
-    def _load_shared(self, site, spelling, addresses, width) -> np.ndarray: ...
+    def _load_shared(self, site, spelling, addresses, width, active=None) -> np.ndarray: ...
 
     @abstractmethod
     def _stmatrix(self, site, spelling, addresses, rows, registers) -> None: ...

@@ -14,7 +14,7 @@ of the tile 64 columns at a time:
    same places, ``ld.shared.v4`` row-wise, ``st.global.v4``: whole lines again.
 
 On a ragged edge tile the lanes whose 16 bytes lie past the matrix neither load C (their
-staging gets zeros) nor store D.
+staging gets zeros) nor read D's line from the staging nor store it.
 
 Matrix i of an x4 is columns 8(2h + i // 2) .. + 7 of rows 8(i % 2) .. + 7 of the chunk (h =
 0..3), so register i of every lane is the accumulator word of column group 2h + i // 2, half
@@ -29,6 +29,7 @@ import numpy as np
 from ..isa.fragments import mma_fragment
 from ..memory.descriptors import SwizzleMode
 from .blocks import epilogue_words
+from .machine import OFF
 from .params import STAGING_ROW_BYTES, GemmParams
 
 CHUNK_COLUMNS = 64  # one 128-byte line of f16
@@ -103,5 +104,8 @@ def staged_epilogue(m, p: GemmParams, acc: np.ndarray) -> None:
         c = m.load_global("C_gmem_load", "C", rows, cols, vector=8, clip=p.ragged)
         m.store_shared("C_smem_store", line, c)
         d_in_place(m, matrices, per_warp, chunk)
-        m.store_global("D_gmem_store", "D", rows, cols, m.load_shared("D_smem_load", line, 16),
-                       clip=p.ragged)
+        # an edge tile's lines past the matrix are neither read nor stored (hopper.cuh)
+        inside = m.global_elements("D_gmem_store", "D", rows, cols, 0, 8, clip=True) != OFF \
+            if p.ragged else None
+        m.store_global("D_gmem_store", "D", rows, cols,
+                       m.load_shared("D_smem_load", line, 16, active=inside), clip=p.ragged)

@@ -22,6 +22,9 @@ Facts (CUDA driver API, ``cuTensorMapEncodeTiled``; PTX ISA, "Tensor copy" and "
 - the copy's bytes count as transactions on the mbarrier it names: the whole box, zero-filled
   parts included.
 
+Measured on the H100 (docs/kernels.md, "Any shape"): what Nsight Compute counts of a box's
+global traffic, `TensorMap.load_sectors` and `TensorMap.store_sectors`.
+
 kernel7's twin pins the 128-byte mode on the H100 (tests/hw: its output bits equal
 `tcsim.run`'s, which reads the boxes through this model).
 """
@@ -36,6 +39,7 @@ from ..isa.validate import integer
 from .descriptors import SwizzleMode
 
 MAX_BOX = 256  # elements per box dimension
+SECTOR = 32  # bytes: the unit in which L2 serves TMA
 SHARED_ALIGN = 128  # bytes: a box's shared destination
 
 
@@ -104,6 +108,42 @@ class TensorMap:
         inside = (r >= 0) & (r < self.rows) & (c >= 0) & (c < self.cols)
         return np.where(inside, r * self.cols + c, 0), inside
 
+    def load_sectors(self, row, col) -> int:
+        """The 32-byte sectors Nsight Compute counts for one load of the box at
+        ``matrix[row, col]`` (``l1tex__m_xbar2l1tex_read_sectors_pipe_tma``; its read bytes are
+        32 per sector). Measured on the H100 (docs/kernels.md, "Any shape"): TMA reads each box
+        row on its own (measured with rows of 128 bytes, the 128-byte swizzle's, the only ones
+        the rungs copy), so two rows that share a sector count it twice; the row's part inside
+        the matrix counts the global sectors it touches (five for 128 bytes that start 16
+        bytes into a sector), and its part outside, filled with zeros, counts the box row's own
+        32-byte pieces that it covers, as if it were read: a row wholly outside (past M, or a
+        box wholly past the matrix) counts the box row's bytes / 32."""
+        inside, global_pieces = self._row_pieces(row, col)
+        columns = np.arange(self.box_cols) * self.element_bytes // SECTOR
+        outside = _distinct_per_row(np.where(inside, -1, columns))
+        return global_pieces + outside
+
+    def store_sectors(self, row, col) -> int:
+        """The sectors one store of the box at ``matrix[row, col]`` writes
+        (``l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st`` / 32), measured: each box row
+        its part inside the matrix, on its own (rows that share a sector count it once each);
+        nothing past the edge."""
+        return self._row_pieces(row, col)[1]
+
+    def _row_pieces(self, row, col) -> tuple[np.ndarray, int]:
+        """(`box_elements`' in-bounds mask, the global sectors of each box row's part inside
+        the matrix, summed over the rows and the boxes)."""
+        elements, inside = self.box_elements(row, col)
+        sectors = np.where(inside, elements * self.element_bytes // SECTOR, -1)
+        return inside, _distinct_per_row(sectors)
+
     def __str__(self) -> str:
         return (f"TensorMap({self.rows}x{self.cols} of {self.element_bytes}-byte elements, "
                 f"box {self.box_rows}x{self.box_cols}, swizzle {self.swizzle})")
+
+
+def _distinct_per_row(values: np.ndarray) -> int:
+    """Distinct values other than -1 in each row of ``values``, summed over the rows."""
+    ordered = np.sort(values.reshape(-1, values.shape[-1]), axis=1)
+    fresh = np.diff(ordered, axis=1, prepend=-1) != 0
+    return int((fresh & (ordered != -1)).sum())

@@ -499,8 +499,10 @@ __device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], 
 }
 #endif
 
-// An edge tile's lanes whose 16 bytes lie past D load no C (zeros go to the staging) and
-// store no D.
+// An edge tile's lanes whose 16 bytes lie past D load no C (zeros go to the staging), and
+// neither read D's line from the staging nor store it. (With the ld.shared outside the `if`,
+// ptxas sank it into the branch of the first 64 columns only: Nsight Compute counted the
+// other chunks' reads past the edge, docs/kernels.md "Any shape".)
 __device__ __forceinline__ void ld_c_line(uint32_t (&r)[4], const uint16_t* __restrict__ C,
                                           int row, int col, int M, int N) {
   if (row < M && col < N) {
@@ -537,10 +539,12 @@ __device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS
     __syncwarp();
 #pragma unroll
     for (int q = 0; q < 4; q++) {
-      uint32_t v[4];
-      ld_shared_v4(v, staging + staging_offset(4 * q + lane / 8, lane % 8));
       const int row = tile_row + 4 * q + lane / 8;
-      if (row < M && col < N) st_global_v4(D + (uint64_t)row * N + col, v);
+      if (row < M && col < N) {  // a line past the edge is neither read nor stored
+        uint32_t v[4];
+        ld_shared_v4(v, staging + staging_offset(4 * q + lane / 8, lane % 8));
+        st_global_v4(D + (uint64_t)row * N + col, v);
+      }
     }
     __syncwarp();
   }

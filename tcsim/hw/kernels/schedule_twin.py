@@ -245,7 +245,11 @@ class Recorder(Machine):
         self._emit(Op("st_global", site, spelling, ins=tuple(map(int, i)), glob=g)
                    for i, g in zip(inputs, issues))
 
-    def _load_shared(self, site, spelling, addresses, width):
+    def _load_shared(self, site, spelling, addresses, width, active=None):
+        if active is not None and not np.all(active):
+            raise UnsupportedScheduleError(
+                f"{self.kernel} site {site!r}: an ld.shared with lanes predicated off; the "
+                f"CUDA twin generator needs every lane active; {HAND_WRITTEN}")
         issues = self._shared_issues(site, addresses)
         ids, out = self._produce(addresses.shape, width // 4)
         self._emit(Op("ld_shared", site, spelling, tuple(map(int, o)), shared=s)
