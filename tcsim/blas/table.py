@@ -122,9 +122,7 @@ def key_of_sweep_call(call: dict) -> CallKey:
         types = "tf32" if call.get("tf32") else "float32"
     else:
         types = dtype
-    layout = call.get("layout", "NN")
-    if op == "linear":
-        layout = "NT"
+    layout = torch_layout("NT" if op == "linear" else call.get("layout", "NN"), M, N, K)
     itemsize = 4 if dtype == "float32" else 2
     aligned = is_aligned(layout, M, N, K, itemsize)
     reduced = "" if call.get("reduced", True) else "no reduced-precision reduction"
@@ -141,6 +139,18 @@ def key_of_sweep_call(call: dict) -> CallKey:
         kind = "bias" if call.get("bias") else "no bias"
         return CallKey(("linear", types, dtype, layout, aligned, (kind, reduced)), M, N, K)
     raise ValueError(f"unknown op {op!r}")
+
+
+def torch_layout(layout: str, M: int, N: int, K: int) -> str:
+    """The layout cuBLAS is handed: torch passes a dense matrix that has a dimension of 1 as
+    row-major ("N") whatever its strides (such a tensor is contiguous, and torch's
+    prepare_matrix_for_cublas asks only that), so A (M x K) reads "N" when M or K is 1 and
+    B (K x N) when K or N is 1. Measured: B of one column given transposed ("NT") ran the
+    gemvx kernels of plain "NN" calls (6 of 6 sweep calls), and a table miss on the H100
+    (matmul float16 748 x 1 x 90, run 3 of the hw test) came from keying it "NT"."""
+    a = "N" if 1 in (M, K) else layout[0]
+    b = "N" if 1 in (K, N) else layout[1]
+    return a + b
 
 
 def is_aligned(layout: str, M: int, N: int, K: int, itemsize: int) -> bool:

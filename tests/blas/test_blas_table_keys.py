@@ -1,0 +1,122 @@
+"""Every call the plan table measured, made again through tcsim.blas's own functions, must
+find its own measured plan: the key tcsim.blas computes from NumPy arrays (shapes, strides,
+flags) must be the key the table stored for the sweep's call. A mismatch sends a table call to
+a neighbour's plan (seen on the H100: matmul float16 748 x 1 x 90 with B given transposed
+took the plan of 424 x 1 x 48, another kernel, and got 1 of 748 elements wrong)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from importlib import resources
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tcsim.blas as blas
+from tcsim.blas.calls import matmul_call
+from tcsim.blas.table import key_of_sweep_call, table
+
+DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
+          "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+FP8_OUT = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+SMALL = 1 << 20  # elements of A and B: calls this small are made with real arrays
+
+
+def _calls():
+    data = json.loads(gzip.decompress(resources.files("tcsim.blas")
+                                      .joinpath("plans_h100.json.gz").read_bytes()))
+    return [e["call"] for e in data["entries"] if "plan" in e]
+
+
+def _matrix(rng, rows, cols, dtype, transposed=False, batch=()):
+    """Random values in torch's memory order: a transposed view (x.t()) when ``transposed``."""
+    shape = batch + ((cols, rows) if transposed else (rows, cols))
+    if dtype == np.int8:
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+    else:
+        x = rng.standard_normal(shape).astype(np.float32).astype(dtype)
+    return np.swapaxes(x, -1, -2) if transposed else x
+
+
+def _args(call, rng):
+    """(op, args, kwargs) of tcsim.blas for a sweep call, operands laid out as the sweep's."""
+    op, M, N, K = call["op"], call["M"], call["N"], call["K"]
+    if op == "scaled_mm":
+        A = _matrix(rng, M, K, DTYPES[call["a"]])
+        B = _matrix(rng, K, N, DTYPES[call["b"]], transposed=True)
+        if call["scales"] == "row":
+            sa, sb = np.ones((M, 1), np.float32), np.ones((1, N), np.float32)
+        else:
+            sa, sb = np.float32(1), np.float32(1)
+        kwargs = dict(out_dtype=FP8_OUT.get(call["out"], call["out"]),
+                      use_fast_accum=call["fast"])
+        if call.get("bias"):
+            kwargs["bias"] = _matrix(rng, 1, N, ml_dtypes.bfloat16)[0]
+        return "scaled_mm", (A, B, sa, sb), kwargs
+    if op == "int_mm":
+        return "int_mm", (_matrix(rng, M, K, np.int8), _matrix(rng, K, N, np.int8)), {}
+    dtype = DTYPES[call["dtype"]]
+    flags = dict(allow_tf32=bool(call.get("tf32")),
+                 allow_reduced_precision_reduction=call.get("reduced", True))
+    layout = call.get("layout", "NN")
+    batch = (call["batch"],) if op == "bmm" else ()
+    A = _matrix(rng, M, K, dtype, layout[0] == "T", batch)
+    B = _matrix(rng, K, N, dtype, layout[1] == "T", batch)
+    if op in ("matmul", "bmm"):
+        return "matmul", (A, B), flags
+    if op == "addmm":
+        C = _matrix(rng, M, N, dtype)
+        return "addmm", (C, A, B), dict(flags, beta=call["beta"], alpha=call["alpha"])
+    if op == "addmm_bias":
+        return "addmm", (_matrix(rng, 1, N, dtype)[0], A, B), flags
+    weight = _matrix(rng, N, K, dtype)
+    bias = _matrix(rng, 1, N, dtype)[0] if call["bias"] else None
+    return "linear", (A, weight, bias), flags
+
+
+def _size(call):
+    return (call["M"] * call["K"] + call["K"] * call["N"]) * call.get("batch", 1)
+
+
+def test_every_measured_call_finds_its_own_plan():
+    t = table()
+    first = {}
+    for e in t.entries:  # where two calls share a key, the table answers with the first
+        first.setdefault(e.key, e)
+    rng = np.random.default_rng(7)
+    small = [c for c in _calls() if _size(c) <= SMALL]
+    assert len(small) > 3500
+    wrong = []
+    for call in small:
+        op, args, kwargs = _args(call, rng)
+        plan = blas.plan(op, *args, **kwargs)
+        want = first[key_of_sweep_call(call)].plan
+        if not plan.source.startswith("measured") or plan.with_(source="") != want.with_(
+                source=""):
+            wrong.append((call, plan.source))
+    assert not wrong, f"{len(wrong)} table calls do not find their own plan, e.g. {wrong[:3]}"
+
+
+def test_large_measured_calls_are_measured():
+    t = table()
+    large = [c for c in _calls() if _size(c) > SMALL]
+    assert large
+    for call in large:
+        assert t.choose(key_of_sweep_call(call))[1] == "measured", call
+
+
+@pytest.mark.parametrize("M,N,K", [(748, 1, 90), (1, 96, 40), (30, 20, 1)])
+def test_a_matrix_with_a_dimension_of_one_reads_row_major(M, N, K):
+    # torch hands cuBLAS a dense matrix with a dimension of 1 as row-major, whatever its
+    # strides (it is contiguous): the layouts that differ only there are one call.
+    rng = np.random.default_rng(M + N + K)
+    for layout in ("NN", "NT", "TN", "TT"):
+        _, args, kwargs = _args(dict(op="matmul", dtype="float16", M=M, N=N, K=K,
+                                     layout=layout), rng)
+        got = matmul_call(*args, **kwargs).key.cls[3]
+        assert got[0] == ("N" if 1 in (M, K) else layout[0]), (layout, got)
+        assert got[1] == ("N" if 1 in (K, N) else layout[1]), (layout, got)
+        assert key_of_sweep_call(dict(op="matmul", dtype="float16", M=M, N=N, K=K,
+                                      layout=layout)).cls[3] == got
