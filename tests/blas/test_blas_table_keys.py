@@ -16,7 +16,8 @@ import pytest
 
 import tcsim.blas as blas
 from tcsim.blas.calls import matmul_call
-from tcsim.blas.table import key_of_sweep_call, table
+from tcsim.blas.kernels import read
+from tcsim.blas.table import MODELLED_SLACK, CallKey, Entry, key_of_sweep_call, nearest, table
 
 DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
           "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
@@ -120,3 +121,60 @@ def test_a_matrix_with_a_dimension_of_one_reads_row_major(M, N, K):
         assert got[1] == ("N" if 1 in (K, N) else layout[1]), (layout, got)
         assert key_of_sweep_call(dict(op="matmul", dtype="float16", M=M, N=N, K=K,
                                       layout=layout)).cls[3] == got
+
+
+# ---- the rule for shapes the table does not hold: one-row and one-column calls -----------
+
+def _f32(rng, batch, M, N, K):
+    return (rng.standard_normal((batch, M, K)).astype(np.float32),
+            rng.standard_normal((batch, K, N)).astype(np.float32))
+
+
+def test_a_one_column_call_takes_a_one_column_neighbour_tcsim_models():
+    # H100, hw test run 3: bmm float32 18 x 1 x 353, batch 2, ran gemvx (grid [5, 1, 2]); the
+    # plain nearest call (20 x 1 x 1229) ran dot_kernel, which tcsim has no model of, and the
+    # call was refused.
+    plan = blas.plan("matmul", *_f32(np.random.default_rng(1), 2, 18, 1, 353))
+    assert "gemvx" in plan.kernel and plan.source.startswith("nearest measured call ")
+    assert "x1x" in plan.source.split("nearest measured call ")[1].split(",")[0]
+
+
+def test_a_one_row_call_takes_a_one_row_neighbour():
+    # H100, run 3: bmm float32 1 x 688 x 360, batch 3, ran gemvNSP; the plain nearest was
+    # 8 x 840 x 880 (a CUTLASS SIMT SGEMM with split-K 13): 1649 of 2064 elements wrong.
+    plan = blas.plan("matmul", *_f32(np.random.default_rng(2), 3, 1, 688, 360))
+    assert plan.source.startswith("nearest measured call 1x"), plan.source
+    assert "sgemm" not in plan.kernel
+
+
+def _entry(M, N, K, modelled=True):
+    plan = blas.Plan("ffma", "fma.rn.f32.f32", 1, kernel=f"k{M}x{N}x{K}") if modelled else None
+    return Entry(CallKey(CLS, M, N, K), plan, (f"k{M}x{N}x{K}",))
+
+
+CLS = ("matmul", "float32", "float32", "NN", False, ("", ""))
+
+
+def test_the_rule_prefers_a_modelled_neighbour_only_within_its_slack():
+    key = CallKey(CLS, 100, 1, 400)
+    near = _entry(100, 1, 420, modelled=False)  # distance 0.07
+    close = _entry(100, 1, 400 * 2 ** 1.5)  # 1.5: within MODELLED_SLACK of the nearest
+    far = _entry(100, 1, 400 * 2 ** 3)  # 3: beyond it
+    wide = _entry(100, 8, 400)  # nearer than `close`, but eight columns, not one
+    assert nearest([near, close, far, wide], key) is close
+    assert nearest([near, far, wide], key) is near  # refused: no modelled call close enough
+    assert nearest([far, wide], key) is far
+    assert nearest([wide], key) is wide  # no one-column call at all: the nearest
+    assert MODELLED_SLACK == 2.0
+    # Calls of more rows and columns keep the plain nearest, modelled or not.
+    key = CallKey(CLS, 100, 16, 400)
+    assert nearest([_entry(100, 16, 420, False), _entry(100, 16, 800)], key).plan is None
+
+
+def test_gemv_nsp_lanes_come_from_the_template():
+    name = ("void gemvNSP_kernel<float, float, float, float, 1, {}, 4, 1024, false, "
+            "cublasGemvParamsEx<int, float> >(cublasGemvParamsEx<int, float>)")
+    for threads in (32, 16):
+        lanes = read([name.format(threads)], "f32").lanes
+        assert lanes[0] == (threads, 4, "tree")  # 32: measured, 6 of 6 order probes
+        assert (threads * 4, 1, "tree") in lanes  # one accumulator per element of a block
