@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import re
 
 from tcsim.blas.plan import Plan
-from tcsim.blas.table import Table, UnsupportedCallError, table
+from tcsim.blas.table import Table, UnsupportedCallError, key_of_sweep_call, table
 
 FAMILIES = ("cutlass_75_wmma", "cutlass_75_tensorop", "cutlass_80_tensorop", "cutlass_80_simt",
             "sm80_xmma", "sm90_xmma", "nvjet", "gemvx", "gemvNSP", "gemv2N", "gemv2T",
@@ -42,10 +43,38 @@ def same_arithmetic(a: Plan, b: Plan) -> bool:
     return a.with_(source="", kernel="") == b.with_(source="", kernel="")
 
 
+def replay(t: Table, log: str) -> None:
+    """For each held-out call of a hardware log: whether the rule's plan (now) names a
+    kernel of the family the GPU ran."""
+    counts = collections.Counter()
+    for line in open(log):
+        rec = json.loads(line)
+        if rec.get("test") != "blas" or not rec.get("kernels") or not rec["call"].get(
+                "held_out"):
+            continue
+        call = {k: v for k, v in rec["call"].items() if k != "held_out"}
+        try:
+            got = family(t.choose(key_of_sweep_call(call))[0].kernel)
+        except UnsupportedCallError:
+            got = "refused"
+        gpu = family(next(k for k in rec["kernels"] if "at::native::" not in k)
+                     if any("at::native::" not in k for k in rec["kernels"]) else rec["kernels"][0])
+        group = "gemv" if 1 in (call["M"], call["N"]) else "other"
+        counts[group, got == gpu] += 1
+        if got != gpu and group == "gemv":
+            print("HW", call, "gpu", gpu, "rule", got)
+    for group in ("gemv", "other"):
+        print(f"{log}: {group} held-out calls whose rule plan has the GPU's kernel family: "
+              f"{counts[group, True]} of {counts[group, True] + counts[group, False]}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--twins", action="store_true",
                    help="leave out with each call the calls of its shape in other dtypes")
+    p.add_argument("--hw", nargs="*", default=[],
+                   help="hardware-test logs (tests/hw/test_blas_hw.py): also count their "
+                        "held-out calls whose rule plan has the GPU's kernel family")
     p.add_argument("--misses", type=int, default=0, help="print this many misses")
     args = p.parse_args()
     t = table()
@@ -90,6 +119,8 @@ def main() -> None:
             shown += 1
             print("MISS", cause, key.cls[:4], key.M, key.N, key.K, key.batch,
                   own.kernels[0][:60], "->", got.kernel[:60] if got else None)
+    for log in args.hw:
+        replay(t, log)
     for group in ("all", "gemv"):
         total = sum(v for (g, _), v in counts.items() if g == group)
         right = counts[group, "right"]

@@ -100,34 +100,58 @@ class Table:
 
 
 # How much farther a neighbour with a modelled kernel may lie than the nearest, whose kernel
-# tcsim has no model of, and still be taken for a one-row or one-column call (left-out-one
-# over the table: 95 of 208 such calls right, against 87 with the plain nearest).
+# tcsim has no model of, and still be taken for a one-row or one-column call; and how much
+# farther a neighbour counts whose matrix operand is aligned otherwise (left-out-one over the
+# table and the H100's run 3: docs/blas.md, "How plans are chosen").
 MODELLED_SLACK = 2.0
+ALIGNMENT_STEP = 1.0
 
 
 def nearest(entries: list[Entry], key: CallKey) -> Entry:
     """The rule's neighbour of ``key`` among measured calls of its class: the nearest by
-    `CallKey.distance` (ties to the smallest M, N, K). A one-row or one-column call (a gemv,
-    for cuBLAS) looks first among calls with the same dimensions of 1 (a matrix times one
-    column and a matrix times eight columns run different kernels), and, where the nearest
-    ran a kernel tcsim has no model of (dot_kernel, gemv2T) but one that tcsim models lies
-    within `MODELLED_SLACK` of it, takes that one: cuBLAS switches among its gemv kernels
-    with the shape in ways the table cannot place closely, and a modelled guess is right more
-    often than a refusal."""
-    def order(e: Entry):
-        return key.distance(e.key), e.key.M, e.key.N, e.key.K
+    `CallKey.distance` (ties to the smallest M, N, K).
 
+    A one-row or one-column call (a gemv, for cuBLAS) looks first among calls with the same
+    dimensions of 1 (a matrix times one column and a matrix times eight columns run
+    different kernels); a neighbour whose matrix operand's rows are 16-byte aligned where
+    this call's are not (or the reverse) counts `ALIGNMENT_STEP` farther (nvjet runs such
+    calls only on aligned rows); and where the nearest ran a kernel tcsim has no model of
+    (dot_kernel, gemv2T) but one that tcsim models lies within `MODELLED_SLACK` of it, that
+    one is taken: cuBLAS switches among its gemv kernels with the shape in ways the table
+    cannot place closely, and a modelled guess is right more often than a refusal."""
     if 1 not in (key.M, key.N):
-        return min(entries, key=order)
+        return min(entries, key=lambda e: (key.distance(e.key), e.key.M, e.key.N, e.key.K))
     ones = (key.M == 1, key.N == 1, key.K == 1)
     entries = [e for e in entries if (e.key.M == 1, e.key.N == 1, e.key.K == 1) == ones
                ] or entries
+    aligned = matrix_aligned(key)
+
+    def order(e: Entry):
+        step = ALIGNMENT_STEP if matrix_aligned(e.key) != aligned else 0.0
+        return key.distance(e.key) + step, e.key.M, e.key.N, e.key.K
+
     best = min(entries, key=order)
     if best.plan is None:
-        reach = key.distance(best.key) + MODELLED_SLACK
-        modelled = [e for e in entries if e.plan is not None and key.distance(e.key) <= reach]
+        reach = order(best)[0] + MODELLED_SLACK
+        modelled = [e for e in entries if e.plan is not None and order(e)[0] <= reach]
         best = min(modelled, key=order, default=best)
     return best
+
+
+def matrix_aligned(key: CallKey) -> bool:
+    """For a one-row or one-column call: whether the rows of its matrix operand (B for one
+    row, A for one column) start 16 bytes apart or a multiple of it. Measured: float16 and
+    bfloat16 such calls ran nvjet kernels only where they did (12 of 12 nvjet calls of the
+    table; a matrix times one column with K = 88 ran nvjet on the H100, with K = 89 or 90
+    gemvx)."""
+    layout, itemsize = key.cls[3], 4 if key.cls[1] in ("float32", "tf32") else 2
+    if key.N == 1 and key.M > 1:
+        ld = key.M if layout[0] == "T" else key.K
+    elif key.M == 1 and key.N > 1:
+        ld = key.K if layout[1] == "T" else key.N
+    else:
+        return True
+    return ld * itemsize % 16 == 0
 
 
 def describe_class(cls: tuple) -> str:

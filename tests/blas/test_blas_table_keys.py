@@ -17,7 +17,16 @@ import pytest
 import tcsim.blas as blas
 from tcsim.blas.calls import matmul_call
 from tcsim.blas.kernels import read
-from tcsim.blas.table import MODELLED_SLACK, CallKey, Entry, key_of_sweep_call, nearest, table
+from tcsim.blas.table import (
+    ALIGNMENT_STEP,
+    MODELLED_SLACK,
+    CallKey,
+    Entry,
+    key_of_sweep_call,
+    matrix_aligned,
+    nearest,
+    table,
+)
 
 DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
           "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
@@ -147,19 +156,20 @@ def test_a_one_row_call_takes_a_one_row_neighbour():
     assert "sgemm" not in plan.kernel
 
 
-def _entry(M, N, K, modelled=True):
+def _entry(M, N, K, modelled=True, cls=None):
     plan = blas.Plan("ffma", "fma.rn.f32.f32", 1, kernel=f"k{M}x{N}x{K}") if modelled else None
-    return Entry(CallKey(CLS, M, N, K), plan, (f"k{M}x{N}x{K}",))
+    return Entry(CallKey(cls or CLS, M, N, K), plan, (f"k{M}x{N}x{K}",))
 
 
 CLS = ("matmul", "float32", "float32", "NN", False, ("", ""))
+F16 = ("matmul", "float16", "float16", "NN", False, ("", ""))
 
 
 def test_the_rule_prefers_a_modelled_neighbour_only_within_its_slack():
-    key = CallKey(CLS, 100, 1, 400)
+    key = CallKey(CLS, 100, 1, 400)  # rows of A: 1600 bytes, aligned
     near = _entry(100, 1, 420, modelled=False)  # distance 0.07
-    close = _entry(100, 1, 400 * 2 ** 1.5)  # 1.5: within MODELLED_SLACK of the nearest
-    far = _entry(100, 1, 400 * 2 ** 3)  # 3: beyond it
+    close = _entry(100, 1, 1132)  # 1.50: within MODELLED_SLACK of the nearest
+    far = _entry(100, 1, 3200)  # 3: beyond it
     wide = _entry(100, 8, 400)  # nearer than `close`, but eight columns, not one
     assert nearest([near, close, far, wide], key) is close
     assert nearest([near, far, wide], key) is near  # refused: no modelled call close enough
@@ -171,6 +181,20 @@ def test_the_rule_prefers_a_modelled_neighbour_only_within_its_slack():
     assert nearest([_entry(100, 16, 420, False), _entry(100, 16, 800)], key).plan is None
 
 
+def test_the_rule_keeps_to_the_alignment_of_the_matrix_rows():
+    # float16, a matrix times one column: A's rows of K = 88 are 176 bytes (aligned), of 89
+    # and 90 not; on the H100 K = 88 ran nvjet and K = 89, 90 gemvx.
+    assert matrix_aligned(CallKey(F16, 100, 1, 88)) and not matrix_aligned(
+        CallKey(F16, 100, 1, 90))
+    assert matrix_aligned(CallKey(F16, 1, 64, 90)) and not matrix_aligned(
+        CallKey(F16, 1, 60, 90))  # one row: B's rows, N long
+    odd, even = _entry(100, 1, 89, cls=F16), _entry(100, 1, 64, cls=F16)  # 0.02 + 1, 0.46
+    assert nearest([odd, even], CallKey(F16, 100, 1, 88)) is even
+    aligned, wider = _entry(100, 1, 88, cls=F16), _entry(100, 1, 122, cls=F16)  # 1.03, 0.44
+    assert nearest([aligned, wider], CallKey(F16, 100, 1, 90)) is wider
+    assert ALIGNMENT_STEP == 1.0
+
+
 def test_gemv_nsp_lanes_come_from_the_template():
     name = ("void gemvNSP_kernel<float, float, float, float, 1, {}, 4, 1024, false, "
             "cublasGemvParamsEx<int, float> >(cublasGemvParamsEx<int, float>)")
@@ -178,3 +202,14 @@ def test_gemv_nsp_lanes_come_from_the_template():
         lanes = read([name.format(threads)], "f32").lanes
         assert lanes[0] == (threads, 4, "tree")  # 32: measured, 6 of 6 order probes
         assert (threads * 4, 1, "tree") in lanes  # one accumulator per element of a block
+
+
+@pytest.mark.parametrize("dtype,batch,M,K", [("float16", 1, 576, 72), ("bfloat16", 1, 32, 104),
+                                             ("bfloat16", 3, 64, 160)])
+def test_one_column_calls_on_aligned_rows_take_nvjet(dtype, batch, M, K):
+    # H100, hw test run 3: these held-out calls (a matrix times one column, rows of A
+    # 16-byte aligned) ran nvjet kernels.
+    rng = np.random.default_rng(M)
+    A = rng.standard_normal((batch, M, K)).astype(DTYPES[dtype])
+    B = rng.standard_normal((batch, K, 1)).astype(DTYPES[dtype])
+    assert blas.plan("matmul", A, B).kernel.startswith("nvjet_sm90_")
