@@ -66,7 +66,8 @@ def dump_records(folders):
     out = []
     for folder in folders:
         log = [json.loads(line) for line in open(Path(folder) / "blas_hw.jsonl")]
-        for path in sorted([*Path(folder).glob("wrong_*.npz"), *Path(folder).glob("unexplained_*.npz")]):
+        paths = [*Path(folder).glob("wrong_*.npz"), *Path(folder).glob("unexplained_*.npz")]
+        for path in sorted(paths):
             z = np.load(path)
             call = json.loads(str(z["call"]))
             rec = next(r for r in log if r.get("call") == call)
