@@ -129,6 +129,12 @@ def order_shapes() -> list[dict]:
         for m, n, k in shapes32:
             calls.append(dict(op="matmul", dtype="float32", M=m, N=n, K=k, tf32=tf32,
                               cancel=True))
+    # Hardware test run 3: gemvNSP<float, ..., 1, 16, 4> (bmm 1 x 688 x 360, batch 3), whose
+    # order is not found; gemvx for a one-column float32 bmm; nvjet for one column, K = 88.
+    for b, m, n, k in ((3, 1, 688, 360), (1, 1, 688, 360), (2, 18, 1, 353)):
+        calls.append(dict(op="bmm" if b > 1 else "matmul", dtype="float32", M=m, N=n, K=k,
+                          tf32=False, cancel=True, **({"batch": b} if b > 1 else {})))
+    calls.append(dict(op="matmul", dtype="float16", M=1112, N=1, K=88, cancel=True))
     return calls
 
 

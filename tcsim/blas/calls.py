@@ -18,7 +18,7 @@ from ..isa.validate import check_memory
 from ..progress import progress as bar
 from .evaluate import Operands, bit_patterns, evaluate
 from .plan import Plan, PlanError
-from .table import CallKey, UnsupportedCallError, is_aligned, table
+from .table import CallKey, UnsupportedCallError, is_aligned, table, torch_layout
 
 FLOAT_DTYPES = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16),
                 "float32": np.dtype(np.float32)}
@@ -190,7 +190,7 @@ def _gemm(op: str, A, B, dtype: str, types: str, extras: tuple, batch=(), c=None
     M, K, N = A.shape[-2], A.shape[-1], B.shape[-1]
     count = int(np.prod(batch, dtype=np.int64)) if batch else 1
     check_memory(count * (M * K + K * N + 3 * M * N) * 4, f"{op} of shape {M}x{N}x{K}")
-    layout = layout or _layout(A) + _layout(B)
+    layout = torch_layout(layout or _layout(A) + _layout(B), M, N, K)
     itemsize = A.itemsize
     key = CallKey((op, types, dtype, layout, is_aligned(layout, M, N, K, itemsize), extras),
                   M, N, K, count)

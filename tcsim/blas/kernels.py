@@ -159,7 +159,7 @@ def gemv_facts(gemm: str, names: list[str], widened: str, partial: str, split: b
         # long K keeps another order: 12 x 3 x 3638 is not explained)
         lanes = ((ints[1], 1, "in_order"), (ints[1], 0, "in_order"))
     elif "gemvNSP_kernel" in gemm and len(ints) >= 3:
-        lanes = ((ints[1], ints[2], "tree"),)
+        lanes = gemv_nsp_lanes(ints[1], ints[2])
     elif "gemv2N_kernel" in gemm:
         lanes = ((1, 1, "tree"),)
     elif "gemvx::kernel" in gemm:
@@ -174,6 +174,21 @@ def gemv_facts(gemm: str, names: list[str], widened: str, partial: str, split: b
     else:
         return None
     return KernelFacts(base, (1,), split, ("in_order",), lanes=lanes)
+
+
+def gemv_nsp_lanes(threads: int, width: int) -> tuple[tuple[int, int, str], ...]:
+    """Lane layouts of ``gemvNSP_kernel<..., 1, threads, width, ...>``, the likeliest first.
+
+    Measured (order probes, 6 of 6): <1, 32, 4> gives K to 32 lanes in blocks of 4, added
+    pairwise. <1, 16, 4> (float32, seen once on the H100: bmm 1 x 688 x 360, batch 3) is not
+    16 lanes in blocks of 4 added pairwise (its output was not explained so); until an
+    output of it settles the order, identification also tries each thread keeping one
+    accumulator per element of its block (threads x width lanes of one element), the lanes
+    added in order, one contiguous piece each, and 32 threads."""
+    first = ((threads, width, "tree"), (threads * width, 1, "tree"), (threads, width, "in_order"),
+             (threads, 1, "tree"), (threads, 0, "tree"), (threads * width, 1, "in_order"),
+             (32, width, "tree"), (2 * threads, width, "tree"))
+    return tuple(dict.fromkeys(first))
 
 
 def split_hint(kernels: list[dict], batch: int = 1) -> int | None:

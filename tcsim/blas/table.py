@@ -9,7 +9,8 @@ flags) and located by its shape and batch.
 
 The rule: a call whose class and shape the table holds takes that plan ("measured"); any
 other takes the plan of the measured call of its class nearest in shape, by the sum of
-|log2| ratios of M, N, K and the batch ("nearest"). cuBLAS's own heuristics are not public,
+|log2| ratios of M, N, K and the batch ("nearest"; one-row and one-column calls: see
+`nearest`). cuBLAS's own heuristics are not public,
 so the nearest plan can be wrong, most often in its split count; docs/blas.md gives the rate
 at which it is right on shapes kept out of the table.
 """
@@ -78,7 +79,7 @@ class Table:
                 f"the {self.gpu} plan table has no measured call like this one "
                 f"({describe_class(key.cls)}); tcsim.blas answers only for kinds of call it "
                 f"has measured")
-        best = min(same, key=lambda e: (key.distance(e.key), e.key.M, e.key.N, e.key.K))
+        best = nearest(same, key)
         if best.plan is None:
             raise UnsupportedCallError(
                 f"cuBLAS runs {best.kernels[0][:80]} for the nearest measured call "
@@ -96,6 +97,61 @@ class Table:
         v = self.versions
         return (f"{v.get('gpu', self.gpu)}, torch {v.get('torch')}, CUDA {v.get('cuda')}, "
                 f"cuBLAS {v.get('cublas')}")
+
+
+# How much farther a neighbour with a modelled kernel may lie than the nearest, whose kernel
+# tcsim has no model of, and still be taken for a one-row or one-column call; and how much
+# farther a neighbour counts whose matrix operand is aligned otherwise (left-out-one over the
+# table and the H100's run 3: docs/blas.md, "How plans are chosen").
+MODELLED_SLACK = 2.0
+ALIGNMENT_STEP = 1.0
+
+
+def nearest(entries: list[Entry], key: CallKey) -> Entry:
+    """The rule's neighbour of ``key`` among measured calls of its class: the nearest by
+    `CallKey.distance` (ties to the smallest M, N, K).
+
+    A one-row or one-column call (a gemv, for cuBLAS) looks first among calls with the same
+    dimensions of 1 (a matrix times one column and a matrix times eight columns run
+    different kernels); a neighbour whose matrix operand's rows are 16-byte aligned where
+    this call's are not (or the reverse) counts `ALIGNMENT_STEP` farther (nvjet runs such
+    calls only on aligned rows); and where the nearest ran a kernel tcsim has no model of
+    (dot_kernel, gemv2T) but one that tcsim models lies within `MODELLED_SLACK` of it, that
+    one is taken: cuBLAS switches among its gemv kernels with the shape in ways the table
+    cannot place closely, and a modelled guess is right more often than a refusal."""
+    if 1 not in (key.M, key.N):
+        return min(entries, key=lambda e: (key.distance(e.key), e.key.M, e.key.N, e.key.K))
+    ones = (key.M == 1, key.N == 1, key.K == 1)
+    entries = [e for e in entries if (e.key.M == 1, e.key.N == 1, e.key.K == 1) == ones
+               ] or entries
+    aligned = matrix_aligned(key)
+
+    def order(e: Entry):
+        step = ALIGNMENT_STEP if matrix_aligned(e.key) != aligned else 0.0
+        return key.distance(e.key) + step, e.key.M, e.key.N, e.key.K
+
+    best = min(entries, key=order)
+    if best.plan is None:
+        reach = order(best)[0] + MODELLED_SLACK
+        modelled = [e for e in entries if e.plan is not None and order(e)[0] <= reach]
+        best = min(modelled, key=order, default=best)
+    return best
+
+
+def matrix_aligned(key: CallKey) -> bool:
+    """For a one-row or one-column call: whether the rows of its matrix operand (B for one
+    row, A for one column) start 16 bytes apart or a multiple of it. Measured: float16 and
+    bfloat16 such calls ran nvjet kernels only where they did (12 of 12 nvjet calls of the
+    table; a matrix times one column with K = 88 ran nvjet on the H100, with K = 89 or 90
+    gemvx)."""
+    layout, itemsize = key.cls[3], 4 if key.cls[1] in ("float32", "tf32") else 2
+    if key.N == 1 and key.M > 1:
+        ld = key.M if layout[0] == "T" else key.K
+    elif key.M == 1 and key.N > 1:
+        ld = key.K if layout[1] == "T" else key.N
+    else:
+        return True
+    return ld * itemsize % 16 == 0
 
 
 def describe_class(cls: tuple) -> str:
@@ -122,9 +178,7 @@ def key_of_sweep_call(call: dict) -> CallKey:
         types = "tf32" if call.get("tf32") else "float32"
     else:
         types = dtype
-    layout = call.get("layout", "NN")
-    if op == "linear":
-        layout = "NT"
+    layout = torch_layout("NT" if op == "linear" else call.get("layout", "NN"), M, N, K)
     itemsize = 4 if dtype == "float32" else 2
     aligned = is_aligned(layout, M, N, K, itemsize)
     reduced = "" if call.get("reduced", True) else "no reduced-precision reduction"
@@ -141,6 +195,18 @@ def key_of_sweep_call(call: dict) -> CallKey:
         kind = "bias" if call.get("bias") else "no bias"
         return CallKey(("linear", types, dtype, layout, aligned, (kind, reduced)), M, N, K)
     raise ValueError(f"unknown op {op!r}")
+
+
+def torch_layout(layout: str, M: int, N: int, K: int) -> str:
+    """The layout cuBLAS is handed: torch passes a dense matrix that has a dimension of 1 as
+    row-major ("N") whatever its strides (such a tensor is contiguous, and torch's
+    prepare_matrix_for_cublas asks only that), so A (M x K) reads "N" when M or K is 1 and
+    B (K x N) when K or N is 1. Measured: B of one column given transposed ("NT") ran the
+    gemvx kernels of plain "NN" calls (6 of 6 sweep calls), and a table miss on the H100
+    (matmul float16 748 x 1 x 90, run 3 of the hw test) came from keying it "NT"."""
+    a = "N" if 1 in (M, K) else layout[0]
+    b = "N" if 1 in (K, N) else layout[1]
+    return a + b
 
 
 def is_aligned(layout: str, M: int, N: int, K: int, itemsize: int) -> bool:

@@ -280,15 +280,20 @@ def results():
 
 def _dump(rec, args, D):
     """Keep a wrong call's inputs and output for study (TCSIM_BLAS_DUMP, a folder; at most 8
-    files of 12 MB)."""
+    files of 12 MB of explained calls, wrong_N.npz, and 8 of unexplained ones,
+    unexplained_N.npz)."""
     folder = os.environ.get("TCSIM_BLAS_DUMP")
     arrays = {f"arg{i}": _bits(a) for i, a in enumerate(args) if a is not None}
     arrays["D"] = _bits(D)
     if not folder or sum(a.nbytes for a in arrays.values()) > 12 << 20:
         return
     os.makedirs(folder, exist_ok=True)
-    if len(os.listdir(folder)) < 8:
-        path = os.path.join(folder, f"wrong_{len(os.listdir(folder))}.npz")
+    # Outputs no plan explains first: they are kept apart, so that explained ones (table
+    # split counts, mostly) do not crowd them out.
+    prefix = "wrong" if rec.get("explained_by") else "unexplained"
+    kept = [f for f in os.listdir(folder) if f.startswith(prefix + "_")]
+    if len(kept) < 8:
+        path = os.path.join(folder, f"{prefix}_{len(kept)}.npz")
         np.savez_compressed(path, call=json.dumps(rec["call"]), **arrays)
 
 
