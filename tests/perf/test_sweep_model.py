@@ -179,3 +179,30 @@ def test_a_candidate_without_a_measured_rate_is_set_aside_not_fatal():
     assert c.label == "128x256" and set(c.refused) == {"128x128"}
     assert "no tensor rate for 'wgmma.m64n128k16" in c.refused["128x128"]
     assert "measured rates only" in c.refused["128x128"]
+
+
+HELD_OUT = ROOT / "docs" / "evidence" / "bench_sweep_kernel10_heldout.json"
+
+
+def test_on_six_held_out_shapes_the_choice_is_the_best_and_explain_within_18():
+    """The second H100 run, on shapes chosen and predicted before they ran: the chosen tile is
+    the measured best wherever the two differ by more than 3% (all 12 cases), and explain's
+    error stays within the 17.2% it reached there (issue 35 asks 10%: the skinny shapes on 64-row
+    tiles are the model's open edge, docs/benchmarks.md)."""
+    log = json.loads(HELD_OUT.read_text())
+    rows = [r for r in log["rows"] if "params" in r]
+    assert not {tuple(r["shape"]) for r in rows} & set(_bench_sweep().FIT_SHAPES)
+    times = defaultdict(dict)
+    worst = 0.0
+    for r in rows:
+        times[tuple(r["shape"]), r["accumulate"]][r["variant"]] = r["seconds"]
+        p = tcsim.trace("kernel10", *r["shape"], accumulate=r["accumulate"], **r["params"])
+        worst = max(worst, abs(p.explain("H100-SXM").seconds / r["seconds"] - 1))
+    assert worst <= 0.175
+    decided = 0
+    for (shape, acc), t in times.items():
+        best, other = sorted(t, key=t.get)
+        if t[other] > 1.03 * t[best]:
+            assert choose_tile("kernel10", *shape, accumulate=acc).label == best, (shape, acc)
+            decided += 1
+    assert decided == 12
