@@ -118,7 +118,8 @@ def test_a_candidate_that_cannot_run_the_problem_is_refused_and_says_why():
     assert "M=192 is not a multiple of block_m=128" in c.refused["128x128"]
     assert "cannot run or explain this problem" in str(c)
     assert "6 tiles over 6 SMs" in str(c)  # the GPU spreads blocks over SMs before doubling up
-    with pytest.raises(ProblemSizeError, match="no candidate tile fits and can be explained at M=100 N=8190"):
+    with pytest.raises(ProblemSizeError,
+                       match="no candidate tile fits and can be explained at M=100 N=8190"):
         choose_tile("kernel10", 100, 8190, 8192)
 
 
