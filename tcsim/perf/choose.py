@@ -60,6 +60,9 @@ class Choice:
         if others:
             lines.append(f"   {self.label} is predicted {min(others) / best.seconds:.2f}x as "
                          "fast as the next candidate")
+        elif not self.refused and self.kernel not in TILE_VARIANTS:
+            lines.append(f"   ({self.kernel} has no tile variants of its own: give them as "
+                         "tcsim.choose_tile(kernel, M, N, K, candidates={label: overrides}))")
         return "\n".join(lines)
 
 

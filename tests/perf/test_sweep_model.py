@@ -144,6 +144,9 @@ def test_candidates_are_a_parameter_and_bad_ones_are_named():
 def test_a_kernel_without_variants_has_its_own_tiles_as_the_one_candidate():
     c = choose_tile("kernel2", 1024, 1024, 1024)
     assert list(c.explanations) == ["256x128"] and c.params == {}
+    assert "kernel2 has no tile variants of its own: give them as" in str(c)  # the way on
+    two = choose_tile("kernel2", 1024, 1024, 1024, candidates={"a": {}, "b": {"block_m": 128}})
+    assert "no tile variants" not in str(two)
 
 
 def test_the_cli_chooses(capsys):
