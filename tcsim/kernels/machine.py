@@ -158,6 +158,8 @@ class Machine(HopperInstructions, ABC):
         """Each lane loads ``vector`` elements from ``operand[row, col:col+vector]``. With
         ``clip``, a lane whose vector lies past the matrix's last row or column loads nothing
         and gets zeros (``if (row < M && col < N)`` in the twin)."""
+        self._check_lanes(site, f"{operand} rows and columns",
+                         np.broadcast_shapes(np.shape(rows), np.shape(cols)))
         offsets = self.global_elements(site, operand, rows, cols, k_tile, vector, clip)
         spelling = LD_GLOBAL[vector * self.params.element_bytes(operand)]
         return self._load_global(site, spelling, operand, offsets, vector)
@@ -169,6 +171,8 @@ class Machine(HopperInstructions, ABC):
         `load_global`)."""
         size = 4 * np.shape(registers)[-1]
         vector = size // self.params.element_bytes(operand)
+        self._check_lanes(site, f"{operand} rows and columns",
+                         np.broadcast_shapes(np.shape(rows), np.shape(cols)))
         offsets = self.global_elements(site, operand, rows, cols, 0, vector, clip)
         self._store_global(site, ST_GLOBAL[size], operand, offsets, registers)
 
@@ -181,7 +185,7 @@ class Machine(HopperInstructions, ABC):
             raise ValueError(f"{self.kernel} site {site!r}: ld.shared reads 4 or 16 bytes a "
                              f"lane, not {width!r}")
         spelling = LD_SHARED_BY_WIDTH[width]
-        addresses = self.integers(site, "shared addresses", addresses)
+        addresses = self._per_lane(site, "shared addresses", addresses)
         self.check_shared(site, spelling, addresses, width)
         if self.checker is not None:
             self.checker.read(site, spelling, addresses)
@@ -283,7 +287,7 @@ class Machine(HopperInstructions, ABC):
 
     def store_shared(self, site: str, addresses, registers) -> None:
         """``st.shared.v4.b32``: each lane writes its 4 registers at its byte address."""
-        addresses = self.integers(site, "shared addresses", addresses)
+        addresses = self._per_lane(site, "shared addresses", addresses)
         self.check_shared(site, ST_SHARED, addresses, 16)
         if self.checker is not None:
             self.checker.write(site, ST_SHARED, addresses)
@@ -292,7 +296,7 @@ class Machine(HopperInstructions, ABC):
     def copy_async(self, site: str, operand: str, rows, cols, k_tile: int, addresses) -> None:
         """``cp.async.cg.shared.global`` of 16 bytes: ``operand[row, col:col+vector]`` ->
         shared (8 f16 or 4 f32 elements)."""
-        addresses = self.integers(site, "shared addresses", addresses)
+        addresses = self._per_lane(site, "shared addresses", addresses)
         offsets = self.global_elements(site, operand, rows, cols, k_tile, self.params.vector)
         self.check_shared(site, CP_ASYNC, addresses, 16)
         if self.checker is not None:
@@ -315,7 +319,7 @@ class Machine(HopperInstructions, ABC):
         """``ldmatrix.sync.aligned.m8n8.<shape>.shared.b16`` (shape "x1", "x4.trans", ...)."""
         spelling = LDMATRIX.format(shape)
         self.require_full_warp(site, spelling)
-        addresses = self.integers(site, "shared addresses", addresses)
+        addresses = self._per_lane(site, "shared addresses", addresses)
         rows = addresses[..., : 8 * parse_instruction(spelling).matrices]
         self.check_shared(site, spelling, rows, 16)
         if self.checker is not None:
@@ -327,7 +331,7 @@ class Machine(HopperInstructions, ABC):
         (register i of every lane into matrix i, whose rows lanes 8i .. 8i + 7 address)."""
         spelling = STMATRIX.format(shape)
         self.require_full_warp(site, spelling)
-        addresses = self.integers(site, "shared addresses", addresses)
+        addresses = self._per_lane(site, "shared addresses", addresses)
         rows = addresses[..., : 8 * parse_instruction(spelling).matrices]
         self.check_shared(site, spelling, rows, 16)
         if self.checker is not None:
@@ -430,6 +434,23 @@ class Machine(HopperInstructions, ABC):
         range checks that follow name block, warp and lane."""
         return integer_array(values, f"{self.kernel} site {site!r} {what}",
                              minimum=-INT64_LIMIT)[0]
+
+    def _per_lane(self, site: str, what: str, values) -> np.ndarray:
+        """`integers` for one value a lane, shaped (warps, ..., 32) with the issuing warps
+        first (the block's, or a role's; `_check_lanes`)."""
+        values = self.integers(site, what, values)
+        self._check_lanes(site, what, values.shape)
+        return values
+
+    def _check_lanes(self, site: str, what: str, shape: tuple) -> None:
+        """A ValueError naming the site unless ``shape`` is (warps, ..., 32) with at most the
+        block's warps first: otherwise the trace would count the other axes as instructions."""
+        warps = self.params.warps
+        if len(shape) < 2 or shape[-1] != WARP or not 1 <= shape[0] <= warps:
+            raise ValueError(
+                f"{self.kernel} site {site!r}: {what} of shape {shape}: give one value a lane, "
+                f"shaped (warps, ..., 32) with the issuing warps first (at most the block's "
+                f"{warps}): build them from m.warp, m.warp_row or m.warp_col and m.lane")
 
     def require_full_warp(self, site: str, spelling: str) -> None:
         """A ``.sync.aligned`` instruction needs all 32 lanes (`DivergentWarpError`)."""

@@ -293,3 +293,23 @@ def test_d_elements_no_instruction_stores_are_refused_not_left_zero(rng):
         tcsim.run(forgetful, A, B)
     D = tcsim.run(forgetful, A, B, checks="off")  # what a GPU would leave: rows 16..63 unset
     assert not D[16:64].any() and D[:16].any()
+
+
+@pytest.mark.parametrize("shape", [(32,), (5, 32), (5, 7, 32), (4, 2, 16)])
+def test_per_lane_values_without_the_warp_axis_are_refused_by_site(shape):
+    """A newcomer's slip: addresses built without m.warp (shape (k steps, 32), ...). The trace
+    would count the extra axes as warps' instructions; every entry point refuses instead,
+    naming the site and the shape."""
+    mine = own("mine")
+
+    def program(m, p, A_smem, B_smem):
+        m.ldmatrix("B_ldmatrix", "x4.trans", np.zeros(shape, np.int64))
+
+    sloppy = tcsim.Kernel("sloppy", "addresses without the warp axis", program, mine.tiles,
+                          mine.defaults, takes_c=False)
+    A = np.ones((128, 32), np.float16)
+    B = np.ones((32, 128), np.float16)
+    for entry in (lambda: tcsim.trace(sloppy, 128, 128, 32), lambda: tcsim.run(sloppy, A, B)):
+        with pytest.raises(ValueError, match=rf"site 'B_ldmatrix': shared addresses of shape "
+                                             rf"\({shape[0]},.*the issuing warps first"):
+            entry()
