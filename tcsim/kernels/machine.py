@@ -159,7 +159,7 @@ class Machine(HopperInstructions, ABC):
         ``clip``, a lane whose vector lies past the matrix's last row or column loads nothing
         and gets zeros (``if (row < M && col < N)`` in the twin)."""
         self._check_lanes(site, f"{operand} rows and columns",
-                         np.broadcast_shapes(np.shape(rows), np.shape(cols)))
+                          np.broadcast_shapes(np.shape(rows), np.shape(cols)))
         offsets = self.global_elements(site, operand, rows, cols, k_tile, vector, clip)
         spelling = LD_GLOBAL[vector * self.params.element_bytes(operand)]
         return self._load_global(site, spelling, operand, offsets, vector)
@@ -172,7 +172,7 @@ class Machine(HopperInstructions, ABC):
         size = 4 * np.shape(registers)[-1]
         vector = size // self.params.element_bytes(operand)
         self._check_lanes(site, f"{operand} rows and columns",
-                         np.broadcast_shapes(np.shape(rows), np.shape(cols)))
+                          np.broadcast_shapes(np.shape(rows), np.shape(cols)))
         offsets = self.global_elements(site, operand, rows, cols, 0, vector, clip)
         self._store_global(site, ST_GLOBAL[size], operand, offsets, registers)
 
