@@ -117,7 +117,8 @@ class GemmParams:
         for outer, inner in (("block_m", "warp_m"), ("block_n", "warp_n"),
                              ("block_k", "warp_k")):
             o, i = getattr(self, outer), getattr(self, inner)
-            self._require(o % i == 0, f"{outer}={o} must be a multiple of {inner}={i}")
+            self._require(o % i == 0, f"{outer}={o} must be a multiple of {inner}={i} (a "
+                                      f"smaller {outer} may need a smaller {inner} too)")
         self._require(self.threads <= 1024,
                       f"{self.warps} warps ({self.threads} threads) exceed 1024 threads a block")
         self._require(self.producers in (0, 1), f"producers must be 0 or 1, got {self.producers}")
