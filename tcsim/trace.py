@@ -205,7 +205,10 @@ class Trace:
                    else ("",) * 3),
                  s.sectors if s.space in ("global", "async", "local") else "", s.mma or "")
                 for s in self.sites.values()]
-        lines = [f"{self.kernel} on M={M} N={N} K={K}", *_table(head, rows), "", "totals:"]
+        p = self.params
+        tiles = f"{p['block_m']}x{p['block_n']}x{p['block_k']} tiles"  # overrides show here
+        lines = [f"{self.kernel} on M={M} N={N} K={K}, {tiles}", *_table(head, rows), "",
+                 "totals:"]
         width = max(len(k) for k in self.totals)
         lines += [f"  {k:<{width}}  {v:>14,}" for k, v in self.totals.items()]
         return "\n".join(lines)

@@ -313,3 +313,11 @@ def test_per_lane_values_without_the_warp_axis_are_refused_by_site(shape):
         with pytest.raises(ValueError, match=rf"site 'B_ldmatrix': shared addresses of shape "
                                              rf"\({shape[0]},.*the issuing warps first"):
             entry()
+
+
+def test_a_traces_header_names_its_tiles_so_an_override_shows():
+    mine = own("mine")
+    assert str(tcsim.trace(mine, 256, 256, 64)).startswith(
+        "mine on M=256 N=256 K=64, 128x128x32 tiles")
+    assert str(tcsim.trace(mine, 256, 256, 64, block_m=64, warp_m=32)).startswith(
+        "mine on M=256 N=256 K=64, 64x128x32 tiles")
