@@ -83,8 +83,10 @@ class Machine(HopperInstructions, ABC):
         self.warp = warp
         self.warp_row = warp // params.warps_n  # the warp's tile along M
         self.warp_col = warp % params.warps_n  # along N
-        # operand -> (rows, cols) of the whole matrix in global memory (row-major)
-        self.shapes = {"A": (M, K), "B": (K, N), "C": (M, N), "D": (M, N)}
+        # operand -> (rows, cols) of the whole matrix in global memory (row-major; B K-major
+        # for fp8: N rows of K)
+        self.shapes = {"A": (M, K), "B": (N, K) if params.b_k_major else (K, N),
+                       "C": (M, N), "D": (M, N)}
         self.alpha, self.beta = np.float32(1), np.float32(0)  # the epilogue's scalars
         self.report = Report(kernel, checks)
         self.active = np.ones(WARP, bool)  # lanes that execute (see `lanes`)
@@ -376,6 +378,31 @@ class Machine(HopperInstructions, ABC):
         bits = d.view(np.uint16)
         bits[np.isnan(d)] = 0x7FFF
         return np.ascontiguousarray(bits).view(np.uint32)[..., 0]
+
+    def promote(self, total: np.ndarray, part: np.ndarray) -> np.ndarray:
+        """fp8's promoted accumulation: ``total + part`` on f32 registers (add.rn.f32), where
+        ``part`` is a wgmma chain's accumulators summed from zero in the tensor core."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.add(total.view(np.float32), part.view(np.float32),
+                          dtype=np.float32).view(np.uint32)
+
+    def scaled_words(self, acc: np.ndarray) -> np.ndarray:
+        """kernel11's epilogue arithmetic: D = out(acc * scale) per element, ``scale`` the
+        f32 product scale_a * scale_b that `tcsim.run` gives as ``alpha`` (mul.rn.f32, then
+        cvt.rn to f16 or bf16, NaN 0x7fff, or kept in f32). ``acc``: (..., 32, 4) f32 m16n8
+        accumulators. Returns D's words (..., pairs, 32, words): one f16/bf16 pair per word,
+        or two f32 words per pair."""
+        out = self.params.output_dtype
+        acc = acc.view(np.float32)
+        acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)  # (..., pairs, 32, 2)
+        with np.errstate(over="ignore", invalid="ignore"):
+            d = np.multiply(acc, self.alpha, dtype=np.float32)
+            if out == np.float32:
+                return np.ascontiguousarray(d).view(np.uint32)
+            d = d.astype(out)
+        bits = d.view(np.uint16)
+        bits[np.isnan(d)] = 0x7FFF
+        return np.ascontiguousarray(bits).view(np.uint32)
 
     def zeros(self, *shape: int) -> np.ndarray:
         """Registers of every block in flight, set to zero: (blocks, *shape) uint32."""

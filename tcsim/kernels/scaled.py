@@ -1,0 +1,73 @@
+"""`tcsim.run`'s arguments of a scaled GEMM (kernel11, fp8): what ``torch._scaled_mm`` takes.
+
+``tcsim.run(kernel11, A, B, scale_a=..., scale_b=..., out_dtype=...)``: A (M, K) and B (K, N)
+are ``ml_dtypes.float8_e4m3fn`` or ``float8_e5m2`` (their dtypes name the kernel's
+``inputs`` and ``inputs_b``), the scales one float32 value each (per tensor, torch's rule:
+float32), ``out_dtype`` float16, bfloat16 or float32. The epilogue multiplies the f32
+accumulators by the f32 product ``scale_a * scale_b``, as cuBLAS does per tensor
+(`tcsim.blas`' "scale" epilogue).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .params import DTYPES, FP8
+
+OUT = ("f16", "bf16", "f32")
+
+
+def scaled_arguments(kernel, A, B, C, alpha, beta, scale_a, scale_b, out_dtype,
+                     params: dict) -> tuple[np.float32, dict]:
+    """(the epilogue's f32 factor scale_a * scale_b, the kernel's parameters with inputs,
+    inputs_b and output named by A's and B's dtypes and ``out_dtype``), all checked."""
+    if not kernel.scaled:
+        raise ValueError(f"{kernel.name} is not a scaled GEMM: scale_a, scale_b and out_dtype "
+                         "go with kernel11 (fp8); this kernel takes C, alpha and beta")
+    if C is not None or alpha != 1 or beta != 0:
+        raise ValueError(f"{kernel.name} computes torch._scaled_mm's out_dtype(scale_a * "
+                         "scale_b * A @ B): it reads no C and has no alpha or beta (got "
+                         f"C={'given' if C is not None else None}, alpha={alpha}, beta={beta})")
+    if scale_a is None or scale_b is None or out_dtype is None:
+        missing = [n for n, v in (("scale_a", scale_a), ("scale_b", scale_b),
+                                  ("out_dtype", out_dtype)) if v is None]
+        raise TypeError(f"{kernel.name} needs scale_a, scale_b and out_dtype as "
+                        f"torch._scaled_mm does: {', '.join(missing)} missing")
+    sa, sb = _scale(scale_a, "scale_a"), _scale(scale_b, "scale_b")
+    params = dict(params)
+    for name, x, field in (("A", A, "inputs"), ("B", B, "inputs_b")):
+        params.setdefault(field, _fp8_name(np.asarray(x).dtype, name, kernel.name))
+    params.setdefault("output", _out_name(out_dtype, kernel.name))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.multiply(sa, sb, dtype=np.float32), params
+
+
+def _scale(x, name: str) -> np.float32:
+    s = np.asarray(x)
+    if s.dtype != np.float32:
+        raise TypeError(f"{name} must be float32 (torch's rule), got {s.dtype}")
+    if s.size != 1:
+        raise ValueError(f"{name}: kernel11 takes one scale per tensor (a float32 value), got "
+                         f"shape {s.shape}; row-wise scales are not offered yet "
+                         "(tcsim.blas.scaled_mm has them)")
+    return s.reshape(())[()]
+
+
+def _fp8_name(dtype: np.dtype, operand: str, kernel: str) -> str:
+    for name in FP8:
+        if dtype == DTYPES[name]:
+            return name
+    raise TypeError(f"{kernel}: {operand} must be ml_dtypes.float8_e4m3fn or float8_e5m2 "
+                    f"(fp8), got {dtype}")
+
+
+def _out_name(out_dtype, kernel: str) -> str:
+    try:
+        dtype = np.dtype(out_dtype)
+    except TypeError:
+        dtype = None
+    for name in OUT:
+        if dtype == DTYPES[name]:
+            return name
+    raise ValueError(f"{kernel}: out_dtype must be float16, bfloat16 (ml_dtypes) or float32, "
+                     f"got {out_dtype!r} (fp8 outputs are not offered yet)")
