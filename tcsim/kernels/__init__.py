@@ -61,5 +61,5 @@ def kernel_named(name: str | Kernel) -> Kernel:
 
 __all__ = ["FP8_KERNELS", "GemmParams", "HOPPER_KERNELS", "KERNELS", "Kernel", "ProblemSizeError",
            "SEED_KERNELS", "kernel1", "kernel2", "kernel3", "kernel4", "kernel5", "kernel6",
-           "kernel7", "kernel8", "kernel9", "kernel10", "kernel11", "kernel_named", "tf32_puzzle", "wmma_basic",
-           "wmma_basic_fixed", "wmma_shared"]
+           "kernel7", "kernel8", "kernel9", "kernel10", "kernel11", "kernel_named", "tf32_puzzle",
+           "wmma_basic", "wmma_basic_fixed", "wmma_shared"]
