@@ -172,6 +172,10 @@ class GemmParams:
     def _check_fp8(self) -> None:
         """What fp8 inputs ask (kernel11): the scaled GEMM that torch._scaled_mm runs."""
         b = self.b_inputs
+        self._require(not self.fp8 or self.mma_k == FP8_STEP,
+                      f"inputs must be 'f16', 'bf16' or 'f32' for a kernel of mma_k={self.mma_k}"
+                      f", got {self.inputs!r}: fp8 inputs ('e4m3', 'e5m2') run on kernel11, "
+                      "whose wgmma steps K by 32 (mma_k=32)")
         self._require((b in FP8) == self.fp8,
                       "fp8 inputs go together: A and B both e4m3 or e5m2 (inputs, inputs_b), "
                       f"got inputs={self.inputs!r}, inputs_b={self.inputs_b!r}")
