@@ -34,13 +34,16 @@ MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size t
 class Executor(Machine):
     def __init__(self, kernel: str, params: GemmParams, A: np.ndarray, B: np.ndarray,
                  C: np.ndarray, D: np.ndarray, alpha: np.float32, beta: np.float32,
-                 checks: str = "raise", shared_bytes: int | None = None) -> None:
+                 checks: str = "raise", shared_bytes: int | None = None,
+                 scales: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         M, K = A.shape
         N = B.shape[0] if params.b_k_major else B.shape[1]  # fp8's B: N rows of K
         super().__init__(kernel, params, M, N, K, checks, shared_bytes)
         self.alpha, self.beta = np.float32(alpha), np.float32(beta)
         self.memory = {"A": A.reshape(-1), "B": B.reshape(-1), "C": C.reshape(-1),
                        "D": D.reshape(-1)}
+        if scales is not None:  # fp8's row-wise scales, f32 bits
+            self.memory.update(SA=scales[0].view(np.uint32), SB=scales[1].view(np.uint32))
         self.stored = np.zeros(D.size, bool)  # D's elements some instruction stored
         self.progress = _Share(lambda done: None, 0)  # `execute` gives each group its share
         self.role = None  # the role running now (warp-specialized kernels)
@@ -288,10 +291,12 @@ def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None
     from .scaled import scaled_arguments
 
     kernel = kernel_named(kernel)
-    scale = None
+    scale = scales = None
     if kernel.scaled or (scale_a, scale_b, out_dtype) != (None, None, None):
         scale, params = scaled_arguments(kernel, A, B, C, alpha, beta, scale_a, scale_b,
                                          out_dtype, params)
+        if isinstance(scale, tuple):  # row-wise: vectors in global memory
+            scale, scales = None, tuple(np.ascontiguousarray(x) for x in scale)
         alpha = 1.0
     p = kernel.params(**params)
     kernel.check_epilogue(C, alpha, beta)
@@ -302,7 +307,8 @@ def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None
                    for x, name in ((alpha, "alpha"), (beta, "beta")))
     if scale is not None:  # the epilogue's one f32 factor (`Machine.scaled_words`)
         alpha = scale
-    return execute(kernel, p, *check_operands(kernel, p, A, B, C), alpha, beta, checks)
+    return execute(kernel, p, *check_operands(kernel, p, A, B, C), alpha, beta, checks,
+                   scales)
 
 
 def check_operands(kernel: Kernel, p: GemmParams, A, B, C) -> tuple[np.ndarray, ...]:
@@ -336,7 +342,7 @@ def _matrix(name: str, x, dtype: str) -> np.ndarray:
 
 
 def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
-            checks: str = "raise") -> np.ndarray:
+            checks: str = "raise", scales=None) -> np.ndarray:
     """Run ``kernel``'s schedule on every block; D (M, N) of the kernel's output type."""
     if params.b_k_major:  # fp8: B lies in memory N rows of K (cuBLAS's TN)
         B = B.T
@@ -344,7 +350,7 @@ def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
     A, B, C = (x.view(np.dtype(f"u{x.itemsize}")) for x in (A, B, C))
     D = np.zeros_like(C)
     ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta), checks,
-                  kernel.shared_bytes(params))
+                  kernel.shared_bytes(params), scales)
     groups = block_tiles(params, ex.M, ex.N)
     acc_bytes = params.warps * params.warp_m * params.warp_n * (2 if params.accumulate == "f16"
                                                                 else 4)

@@ -16,7 +16,10 @@
   runs, then promotes the partials K tile k - 1 closed (the sums happen in K order, as
   cuBLAS's). The last, open, partial is promoted at the tile's end.
 - **scaled epilogue.** ``D = out(acc * (scale_a * scale_b))`` (`Machine.scaled_words`), f16,
-  bf16 or f32, stored by each lane with predicated stores (no C, alpha or beta).
+  bf16 or f32, stored by each lane with predicated stores (no C, alpha or beta). With
+  row-wise scales (``row_scales=1``: scale_a (M, 1), scale_b (1, N), e4m3 x e4m3, bf16 out,
+  torch's rule) each lane loads scale_a of its two rows and scale_b of its column pairs, and
+  ``D = out((acc * scale_b) * scale_a)``, cuBLAS's order.
 
 Any M; K a multiple of 16 (A's and B's rows are whole 16-byte units; the k32 steps past K read
 TMA's zeros); N a multiple of 8. No CUDA twin yet (docs/kernels.md).
@@ -87,8 +90,8 @@ def qualifier(p: GemmParams) -> str:
 
 
 def program(m, p: GemmParams, plant: str = "") -> None:
-    """The schedule; ``plant`` "promotion_off_by_one" promotes every ``promotion + 1`` steps
-    (`tcsim.kernels.planted`)."""
+    """The schedule; ``plant`` "promotion_off_by_one" promotes every ``promotion + 1`` steps,
+    "scale_a_first" applies row-wise scales in the other order (`tcsim.kernels.planted`)."""
     stages = p.stages * p.stage_bytes  # the barriers follow the stages
     full = m.mbarriers("full", stages, p.stages, arrivals=1)
     empty = m.mbarriers("empty", stages + BARRIER_BYTES * p.stages, p.stages,
@@ -143,21 +146,29 @@ def program(m, p: GemmParams, plant: str = "") -> None:
                 total = m.promote(total, x)
             m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)
             with m.tile(t):
-                scaled_epilogue(m, p, total)
+                scaled_epilogue(m, p, total, plant)
 
     m.run_roles(("producer", producer()), ("consumers", consumers()))
 
 
-def scaled_epilogue(m, p: GemmParams, acc: np.ndarray) -> None:
-    """``D = out(acc * scale)`` from the consumers' f32 accumulators: warp w holds rows
-    16w .. 16w + 15 of the tile as m16n8 accumulators; each lane stores its pairs of adjacent
-    columns (one word of f16/bf16, two of f32), predicated off past the matrix."""
+def scaled_epilogue(m, p: GemmParams, acc: np.ndarray, plant: str = "") -> None:
+    """``D = out(acc * scale)`` from the consumers' f32 accumulators (row-wise: ``out((acc *
+    scale_b[n]) * scale_a[m])``): warp w holds rows 16w .. 16w + 15 of the tile as m16n8
+    accumulators; each lane stores its pairs of adjacent columns (one word of f16/bf16, two
+    of f32), predicated off past the matrix. The plant "scale_a_first" multiplies by scale_a
+    first."""
     regs = mma_fragment(p.qualifier, "c").registers
     per_warp = acc.reshape(acc.shape[0], p.consumers * 4, 1, 32, p.block_n // 8, regs)
     per_warp = np.moveaxis(per_warp, 3, 4)  # (blocks, warps, 1, tiles_n, 32, regs)
     warps = np.arange(p.consumers * 4)[:, None]
     row, col = pair_coordinates(m, per_warp.shape[-4:-2], (16 * warps, 0 * warps))
-    m.store_global("D_gmem_store", "D", row, col, m.scaled_words(per_warp), clip=True)
+    scales = ()
+    if p.row_scales:  # each lane loads scale_a of its 2 rows, scale_b of its column pairs
+        scales = (m.load_global("SA_gmem_load", "SA", row[:, :, :1], 0, vector=1, clip=True),
+                  m.load_global("SB_gmem_load", "SB", 0, col[..., :1, :], vector=2, clip=True))
+        if plant == "scale_a_first":
+            scales = scales[::-1]
+    m.store_global("D_gmem_store", "D", row, col, m.scaled_words(per_warp, *scales), clip=True)
 
 
 kernel11 = Kernel(

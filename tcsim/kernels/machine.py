@@ -47,7 +47,7 @@ WARP = 32
 # Tile loads bypass L1 (.cg): L1-cached loads fill L1's data banks, which shared memory shares,
 # and Nsight Compute then counts extra shared-store conflicts that depend on timing
 # (docs/kernels.md). C is read once, after every shared access, through L1.
-LD_GLOBAL = {16: "ld.global.cg.v4.u32", 4: "ld.global.b32"}  # by bytes per lane
+LD_GLOBAL = {16: "ld.global.cg.v4.u32", 8: "ld.global.v2.f32", 4: "ld.global.b32"}  # by bytes
 ST_GLOBAL = {4: "st.global.b32", 8: "st.global.v2.f32", 16: "st.global.v4.b32"}
 ST_SHARED = "st.shared.v4.b32"
 LD_SHARED = "ld.shared.b32"
@@ -86,7 +86,7 @@ class Machine(HopperInstructions, ABC):
         # operand -> (rows, cols) of the whole matrix in global memory (row-major; B K-major
         # for fp8: N rows of K)
         self.shapes = {"A": (M, K), "B": (N, K) if params.b_k_major else (K, N),
-                       "C": (M, N), "D": (M, N)}
+                       "C": (M, N), "D": (M, N), "SA": (M, 1), "SB": (1, N)}
         self.alpha, self.beta = np.float32(1), np.float32(0)  # the epilogue's scalars
         self.report = Report(kernel, checks)
         self.active = np.ones(WARP, bool)  # lanes that execute (see `lanes`)
@@ -386,17 +386,25 @@ class Machine(HopperInstructions, ABC):
             return np.add(total.view(np.float32), part.view(np.float32),
                           dtype=np.float32).view(np.uint32)
 
-    def scaled_words(self, acc: np.ndarray) -> np.ndarray:
+    def scaled_words(self, acc: np.ndarray, scale_a=None, scale_b=None) -> np.ndarray:
         """kernel11's epilogue arithmetic: D = out(acc * scale) per element, ``scale`` the
-        f32 product scale_a * scale_b that `tcsim.run` gives as ``alpha`` (mul.rn.f32, then
-        cvt.rn to f16 or bf16, NaN 0x7fff, or kept in f32). ``acc``: (..., 32, 4) f32 m16n8
-        accumulators. Returns D's words (..., pairs, 32, words): one f16/bf16 pair per word,
-        or two f32 words per pair."""
+        f32 product scale_a * scale_b that `tcsim.run` gives as ``alpha``; with row-wise
+        scales ``scale_a`` (..., pairs, 32, 1) and ``scale_b`` (..., pairs, 32, 2), the words
+        loaded for each element, D = out((acc * scale_b) * scale_a), cuBLAS's order
+        (mul.rn.f32 each, then cvt.rn to f16 or bf16, NaN 0x7fff, or kept in f32). ``acc``:
+        (..., 32, 4) f32 m16n8 accumulators. Returns D's words (..., pairs, 32, words): one
+        f16/bf16 pair per word, or two f32 words per pair."""
         out = self.params.output_dtype
         acc = acc.view(np.float32)
         acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)  # (..., pairs, 32, 2)
         with np.errstate(over="ignore", invalid="ignore"):
-            d = np.multiply(acc, self.alpha, dtype=np.float32)
+            if scale_a is None:
+                d = np.multiply(acc, self.alpha, dtype=np.float32)
+            else:
+                d = np.multiply(acc, np.asarray(scale_b, np.uint32).view(np.float32),
+                                dtype=np.float32)
+                d = np.multiply(d, np.asarray(scale_a, np.uint32).view(np.float32),
+                                dtype=np.float32)
             if out == np.float32:
                 return np.ascontiguousarray(d).view(np.uint32)
             d = d.astype(out)
@@ -506,6 +514,10 @@ class Machine(HopperInstructions, ABC):
             r, c = bm + rows, bk + cols
         elif operand == "B":
             r, c = bk + rows, bn + cols
+        elif operand == "SA":  # fp8's row-wise scales: one per row of A, one per column of B
+            r, c = bm + rows, cols
+        elif operand == "SB":
+            r, c = rows, bn + cols
         else:
             r, c = bm + rows, bn + cols
         nrows, ncols = self.shapes[operand]

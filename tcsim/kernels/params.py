@@ -39,7 +39,7 @@ TMA_ROW_ELEMENTS = 8  # TMA's global rows are whole 16-byte units: 8 f16 or bf16
 MAX_SIZE = 2**31 - 1
 MAX_GRID_Y = 65535
 ZERO_ALLOWED = ("stages", "producers", "group_m", "persistent_blocks", "staged_epilogue",
-                "store_buffers", "promotion")
+                "store_buffers", "promotion", "row_scales")
 STAGING_ROW_BYTES = 128  # a staged epilogue's row: 64 f16 columns
 TMA_SWIZZLE_ALIGN = 1024  # a 128-byte swizzled TMA box in shared memory starts here
 
@@ -94,6 +94,9 @@ class GemmParams:
     # other inputs.
     inputs_b: str = ""
     promotion: int = 0
+    # 1: fp8's row-wise scales, scale_a per row of A and scale_b per column of B (f32 vectors
+    # "SA" and "SB" in global memory); 0: one scale each, per tensor.
+    row_scales: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -179,6 +182,11 @@ class GemmParams:
         self._require((b in FP8) == self.fp8,
                       "fp8 inputs go together: A and B both e4m3 or e5m2 (inputs, inputs_b), "
                       f"got inputs={self.inputs!r}, inputs_b={self.inputs_b!r}")
+        self._require(self.row_scales in (0, 1) and (not self.row_scales or (
+            self.inputs == b == "e4m3" and self.output == "bf16")),
+            "row_scales is 0 or 1, and 1 only with e4m3 x e4m3 inputs and bf16 output (torch's "
+            f"rule for row-wise scales), got row_scales={self.row_scales}, inputs="
+            f"{self.inputs!r}, inputs_b={self.inputs_b!r}, output={self.output!r}")
         if not self.fp8:
             self._require(not self.promotion, "promotion (fp8's promoted accumulation) needs "
                           f"fp8 inputs, got promotion={self.promotion}, inputs={self.inputs!r}")
@@ -257,6 +265,8 @@ class GemmParams:
 
     def element_bytes(self, operand: str) -> int:
         """Bytes of one element of global operand "A", "B", "C" or "D"."""
+        if operand in ("SA", "SB"):  # fp8's row-wise scales
+            return 4
         kind = {"A": self.inputs, "B": self.b_inputs}.get(operand, self.output)
         return TYPE_BYTES[kind]
 

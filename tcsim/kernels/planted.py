@@ -186,6 +186,9 @@ PLANTED = {k.name: k for k in (
                                                         plant="promotion_off_by_one"),
              "kernel11 adding its partial sums to the f32 registers every 5 wgmma k32 steps "
              "instead of 4"),
+    _planted(kernel11, "scale_a_first", partial(kernel11.program, plant="scale_a_first"),
+             "kernel11 multiplying by the row-wise scale_a before scale_b (cuBLAS: scale_b "
+             "first)"),
 )}
 
 __all__ = ["PLANTED"]

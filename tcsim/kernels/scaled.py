@@ -3,9 +3,10 @@
 ``tcsim.run(kernel11, A, B, scale_a=..., scale_b=..., out_dtype=...)``: A (M, K) and B (K, N)
 are ``ml_dtypes.float8_e4m3fn`` or ``float8_e5m2`` (their dtypes name the kernel's
 ``inputs`` and ``inputs_b``), the scales one float32 value each (per tensor, torch's rule:
-float32), ``out_dtype`` float16, bfloat16 or float32. The epilogue multiplies the f32
-accumulators by the f32 product ``scale_a * scale_b``, as cuBLAS does per tensor
-(`tcsim.blas`' "scale" epilogue).
+float32), or row-wise scale_a (M, 1) and scale_b (1, N) (e4m3 x e4m3, bfloat16 out: torch's
+rule), ``out_dtype`` float16, bfloat16 or float32. Per tensor the epilogue multiplies the f32
+accumulators by the f32 product ``scale_a * scale_b``, row-wise by scale_b and then scale_a,
+as cuBLAS does (`tcsim.blas`' "scale" and "scale_b_first" epilogues).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ OUT = ("f16", "bf16", "f32")
 
 
 def scaled_arguments(kernel, A, B, C, alpha, beta, scale_a, scale_b, out_dtype,
-                     params: dict) -> tuple[np.float32, dict]:
-    """(the epilogue's f32 factor scale_a * scale_b, the kernel's parameters with inputs,
-    inputs_b and output named by A's and B's dtypes and ``out_dtype``), all checked."""
+                     params: dict) -> tuple[np.float32 | tuple[np.ndarray, np.ndarray], dict]:
+    """(the epilogue's f32 factor scale_a * scale_b, or with row-wise scales the vectors
+    scale_a (M,) and scale_b (N,); the kernel's parameters with inputs, inputs_b and output
+    named by A's and B's dtypes and ``out_dtype``, and row_scales), all checked."""
     if not kernel.scaled:
         raise ValueError(f"{kernel.name} is not a scaled GEMM: scale_a, scale_b and out_dtype "
                          "go with kernel11 (fp8); this kernel takes C, alpha and beta")
@@ -35,6 +37,18 @@ def scaled_arguments(kernel, A, B, C, alpha, beta, scale_a, scale_b, out_dtype,
                         f"torch._scaled_mm does: {', '.join(missing)} missing")
     sa, sb = _scale(scale_a, "scale_a"), _scale(scale_b, "scale_b")
     params = dict(params)
+    if sa.size != 1 or sb.size != 1:  # row-wise: scale_a (M, 1), scale_b (1, N)
+        M, N = np.shape(A)[0], np.shape(B)[-1]
+        if sa.shape != (M, 1) or sb.shape != (1, N):
+            raise ValueError(f"{kernel.name}: scales must both be one value (per tensor) or "
+                             f"({M}, 1) and (1, {N}) (row-wise), got {sa.shape} and "
+                             f"{sb.shape}")
+        params.setdefault("row_scales", 1)
+        for name, x, field in (("A", A, "inputs"), ("B", B, "inputs_b")):
+            params.setdefault(field, _fp8_name(np.asarray(x).dtype, name, kernel.name))
+        params.setdefault("output", _out_name(out_dtype, kernel.name))
+        return (sa.reshape(-1), sb.reshape(-1)), params
+    sa, sb = sa.reshape(())[()], sb.reshape(())[()]
     for name, x, field in (("A", A, "inputs"), ("B", B, "inputs_b")):
         params.setdefault(field, _fp8_name(np.asarray(x).dtype, name, kernel.name))
     params.setdefault("output", _out_name(out_dtype, kernel.name))
@@ -42,15 +56,11 @@ def scaled_arguments(kernel, A, B, C, alpha, beta, scale_a, scale_b, out_dtype,
         return np.multiply(sa, sb, dtype=np.float32), params
 
 
-def _scale(x, name: str) -> np.float32:
+def _scale(x, name: str) -> np.ndarray:
     s = np.asarray(x)
     if s.dtype != np.float32:
         raise TypeError(f"{name} must be float32 (torch's rule), got {s.dtype}")
-    if s.size != 1:
-        raise ValueError(f"{name}: kernel11 takes one scale per tensor (a float32 value), got "
-                         f"shape {s.shape}; row-wise scales are not offered yet "
-                         "(tcsim.blas.scaled_mm has them)")
-    return s.reshape(())[()]
+    return s
 
 
 def _fp8_name(dtype: np.dtype, operand: str, kernel: str) -> str:

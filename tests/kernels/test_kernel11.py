@@ -64,7 +64,8 @@ def promoted_chain(A, B, sa, sb, out: str, promotion: int = 4) -> np.ndarray:
     """The promoted accumulation by hand: per 64 rows of A and 256 columns of B, wgmma
     m64n256k32 k32 steps in K order; every ``promotion`` steps (and after the last) the
     partial sum, started from zero, is added to f32 registers; D = out(total * (sa * sb)),
-    NaN 0x7fff for f16/bf16 (cvt.rn)."""
+    or with row-wise sa (M, 1), sb (1, N) out((total * sb) * sa); NaN 0x7fff for f16/bf16
+    (cvt.rn)."""
     (M, K), N = A.shape, B.shape[1]
     Mp, Np, Kp = -(-M // 64) * 64, -(-N // 256) * 256, -(-K // 32) * 32
     a = np.zeros((Mp, Kp), A.dtype)
@@ -84,8 +85,12 @@ def promoted_chain(A, B, sa, sb, out: str, promotion: int = 4) -> np.ndarray:
             if pending == promotion or i == steps - 1:
                 total = np.add(total, part, dtype=np.float32)
                 part, pending = None, 0
-        d = np.multiply(total, np.multiply(sa, sb, dtype=np.float32), dtype=np.float32)
-        d = d.transpose(0, 2, 1, 3).reshape(Mp, Np)[:M, :N].astype(OUTS[out])
+        total = total.transpose(0, 2, 1, 3).reshape(Mp, Np)[:M, :N]
+        if np.size(sa) == 1:
+            d = np.multiply(total, np.multiply(sa, sb, dtype=np.float32), dtype=np.float32)
+        else:
+            d = np.multiply(np.multiply(total, sb, dtype=np.float32), sa, dtype=np.float32)
+        d = d.astype(OUTS[out])
     if out != "f32":
         d.view(np.uint16)[np.isnan(d)] = 0x7FFF
     return d
@@ -131,6 +136,41 @@ def test_bits_equal_the_promoted_chain_by_hand(mix, rng):
         D = tcsim.run(kernel11, A, B, scale_a=sa, scale_b=sb, out_dtype=OUTS[out],
                       block_n=256, warp_n=256, stages=4, persistent_blocks=3)
         assert_same_bits(D, promoted_chain(A, B, sa, sb, out))
+
+
+def row_scales(rng, M, N):
+    """Row-wise scales of either sign, 2^-8 .. 2^8, with some rows of scale_a 2^120 and
+    columns of scale_b 2^-120: there only cuBLAS's order (scale_b first) neither overflows
+    nor loses bits to f32 subnormals."""
+    sa, sb = ((rng.choice([-1, 1], size) * 2.0 ** rng.uniform(-8, 8, size)).astype(np.float32)
+              for size in ((M, 1), (1, N)))
+    sa[rng.integers(5)::5] = 2.0 ** 120
+    sb[:, rng.integers(3)::3] = 2.0 ** -120
+    return sa, sb
+
+
+@pytest.mark.parametrize("specials", [True, False])
+def test_row_wise_scales_equal_scaled_mm_and_the_chain(specials, rng):
+    """scale_a per row of A, scale_b per column of B (e4m3 x e4m3, bf16 out, torch's rule):
+    D = bf16((acc * scale_b) * scale_a), cuBLAS's order, on a ragged shape."""
+    M, N, K = int(rng.integers(1, 260)), 16 * int(rng.integers(1, 20)), 16 * int(
+        rng.integers(1, 40))
+    A, B, _, _ = inputs(rng, M, N, K, specials=specials)
+    sa, sb = row_scales(rng, M, N)
+    D = tcsim.run(kernel11, A, B, scale_a=sa, scale_b=sb, out_dtype=ml_dtypes.bfloat16)
+    assert_same_bits(D, scaled_mm(A, B, sa, sb, "bf16"))
+    assert_same_bits(D, promoted_chain(A, B, sa, sb, "bf16"))
+
+
+def test_the_planted_scale_order_is_caught(rng):
+    """The plant multiplies by scale_a first: double rounding in the other order differs
+    in some elements, which the bits show (and nothing else does)."""
+    A, B, _, _ = inputs(rng, 256, 256, 256, specials=False)
+    sa, sb = row_scales(rng, 256, 256)
+    D = tcsim.run(PLANTED["kernel11-scale-a-first"], A, B, scale_a=sa, scale_b=sb,
+                  out_dtype=ml_dtypes.bfloat16)
+    with pytest.raises(AssertionError, match="elements differ"):
+        assert_same_bits(D, scaled_mm(A, B, sa, sb, "bf16"))
 
 
 def test_promotion_is_a_parameter(rng):
@@ -188,9 +228,12 @@ def test_refusals_name_the_problem(rng):
                   out_dtype=np.float32)
     with pytest.raises(TypeError, match=r"scale_a must be float32"):
         tcsim.run(kernel11, A, B, scale_a=1.0, scale_b=sb, out_dtype=np.float32)
-    with pytest.raises(ValueError, match=r"one scale per tensor.*row-wise"):
-        tcsim.run(kernel11, A, B, scale_a=np.ones((64, 1), np.float32),
-                  scale_b=np.ones((1, 64), np.float32), out_dtype=ml_dtypes.bfloat16)
+    rows, cols = np.ones((64, 1), np.float32), np.ones((1, 64), np.float32)
+    with pytest.raises(ValueError, match=r"one value \(per tensor\) or \(64, 1\) and \(1, 64\)"):
+        tcsim.run(kernel11, A, B, scale_a=rows, scale_b=cols.T, out_dtype=ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match=r"row_scales is 0 or 1, and 1 only with e4m3 x e4m3 "
+                                         r"inputs and bf16 output"):
+        tcsim.run(kernel11, A, B, scale_a=rows, scale_b=cols, out_dtype=np.float32)
     with pytest.raises(TypeError, match=r"needs scale_a, scale_b and out_dtype.*out_dtype"):
         tcsim.run(kernel11, A, B, scale_a=sa, scale_b=sb)
     with pytest.raises(ValueError, match=r"out_dtype must be float16, bfloat16.*float32"):
