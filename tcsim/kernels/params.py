@@ -175,6 +175,8 @@ class GemmParams:
     def _check_fp8(self) -> None:
         """What fp8 inputs ask (kernel11): the scaled GEMM that torch._scaled_mm runs."""
         b = self.b_inputs
+        self._require(self.output not in FP8, "fp8 output (e4m3, e5m2) is not offered yet: "
+                      f"output must be 'f16', 'bf16' or 'f32', got {self.output!r}")
         self._require(not self.fp8 or self.mma_k == FP8_STEP,
                       f"inputs must be 'f16', 'bf16' or 'f32' for a kernel of mma_k={self.mma_k}"
                       f", got {self.inputs!r}: fp8 inputs ('e4m3', 'e5m2') run on kernel11, "
@@ -197,9 +199,6 @@ class GemmParams:
         self._require(self.accumulate == "f32",
                       "fp8 inputs accumulate in f32 (cuBLAS's and torch._scaled_mm's; the "
                       f"f16 accumulator is not offered), got accumulate={self.accumulate!r}")
-        self._require(self.output in ("f16", "bf16", "f32"),
-                      "fp8 inputs write f16, bf16 or f32 output (fp8 output is not offered "
-                      f"yet), got output={self.output!r}")
         self._require(self.producers == 1,
                       f"fp8 inputs run on kernel11 (producers=1), got producers={self.producers}")
 

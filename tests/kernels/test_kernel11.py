@@ -247,6 +247,10 @@ def test_refusals_name_the_problem(rng):
         tcsim.run(kernel11, A, B, scale_a=sa, scale_b=sb, out_dtype=np.float32, promotion=0)
     with pytest.raises(ValueError, match=r"promotion .* needs fp8 inputs"):
         tcsim.kernel10.params(promotion=4)
+    with pytest.raises(ValueError, match=r"fp8 output \(e4m3, e5m2\) is not offered yet"):
+        tcsim.kernel7.params(output="e5m2")
+    with pytest.raises(ValueError, match=r"fp8 inputs \('e4m3', 'e5m2'\) run on kernel11"):
+        tcsim.kernel1.params(inputs="e4m3")
 
 
 def test_trace_counts_what_the_schedule_issues():
