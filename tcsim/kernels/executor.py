@@ -305,7 +305,7 @@ def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None
                          "checks='collect') to gather the problems")
     alpha, beta = (real_scalar(x, name, dtype=np.float32)
                    for x, name in ((alpha, "alpha"), (beta, "beta")))
-    if scale is not None:  # the epilogue's one f32 factor (`Machine.scaled_words`)
+    if scale is not None:  # the epilogue's one f32 factor (`tcsim.kernels.scaled.scaled_words`)
         alpha = scale
     return execute(kernel, p, *check_operands(kernel, p, A, B, C), alpha, beta, checks,
                    scales)

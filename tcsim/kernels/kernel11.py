@@ -10,12 +10,12 @@
   fp8 elements, one 128-byte swizzle row of A and of B; both arrive as one TMA box each.
 - **wgmma m64nNk32.** Each K tile is 4 wgmma ``.f32.e4m3.e5m2`` (say) k32 steps.
 - **promoted accumulation.** The tensor core keeps its f32 sum with 13 fraction bits
-  (docs/wgmma.md), so cuBLAS sums only ``promotion`` (4) k32 steps in it, from zero, and then
-  adds that partial sum to an f32 register accumulator (`Machine.promote`, add.rn.f32). A
-  consumer keeps two partials: after committing K tile k it waits until only that group
+  (docs/wgmma.md), so cuBLAS sums only ``promotion`` (4) k32 steps in it, from zero, and
+  then adds that partial sum to an f32 register accumulator (`scaled.promote`, add.rn.f32).
+  A consumer keeps two partials: after committing K tile k it waits until only that group
   runs, then promotes the partials K tile k - 1 closed (the sums happen in K order, as
   cuBLAS's). The last, open, partial is promoted at the tile's end.
-- **scaled epilogue.** ``D = out(acc * (scale_a * scale_b))`` (`Machine.scaled_words`), f16,
+- **scaled epilogue.** ``D = out(acc * (scale_a * scale_b))`` (`scaled.scaled_words`), f16,
   bf16 or f32, stored by each lane with predicated stores (no C, alpha or beta). With
   row-wise scales (``row_scales=1``: scale_a (M, 1), scale_b (1, N), e4m3 x e4m3, bf16 out,
   torch's rule) each lane loads scale_a of its two rows and scale_b of its column pairs, and
@@ -39,6 +39,7 @@ from .kernel import Kernel, require
 from .kernel7 import REGISTERS, launch_shape
 from .kernel8 import H100_SXM_SMS
 from .params import FP8_STEP, GemmParams
+from .scaled import promote, scaled_words
 
 SWIZZLE = SwizzleMode.B128
 ROW_BYTES = 128  # one swizzled row: 128 fp8 elements along K, for A and for B
@@ -137,13 +138,13 @@ def program(m, p: GemmParams, plant: str = "") -> None:
                 m.wgmma_commit()
                 m.wgmma_wait(1)  # K tile k - 1's group retired: its partials are readable
                 for x in closed:
-                    total = m.promote(total, x)
+                    total = promote(total, x)
                 closed = done
                 if k > 0:
                     m.arrive(empty, (it - 1) % p.stages, count=4 * p.consumers)
             m.wgmma_wait(0)
             for x in closed + ([part] if pending else []):
-                total = m.promote(total, x)
+                total = promote(total, x)
             m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)
             with m.tile(t):
                 scaled_epilogue(m, p, total, plant)
@@ -168,7 +169,7 @@ def scaled_epilogue(m, p: GemmParams, acc: np.ndarray, plant: str = "") -> None:
                   m.load_global("SB_gmem_load", "SB", 0, col[..., :1, :], vector=2, clip=True))
         if plant == "scale_a_first":
             scales = scales[::-1]
-    m.store_global("D_gmem_store", "D", row, col, m.scaled_words(per_warp, *scales), clip=True)
+    m.store_global("D_gmem_store", "D", row, col, scaled_words(m, per_warp, *scales), clip=True)
 
 
 kernel11 = Kernel(

@@ -379,39 +379,6 @@ class Machine(HopperInstructions, ABC):
         bits[np.isnan(d)] = 0x7FFF
         return np.ascontiguousarray(bits).view(np.uint32)[..., 0]
 
-    def promote(self, total: np.ndarray, part: np.ndarray) -> np.ndarray:
-        """fp8's promoted accumulation: ``total + part`` on f32 registers (add.rn.f32), where
-        ``part`` is a wgmma chain's accumulators summed from zero in the tensor core."""
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.add(total.view(np.float32), part.view(np.float32),
-                          dtype=np.float32).view(np.uint32)
-
-    def scaled_words(self, acc: np.ndarray, scale_a=None, scale_b=None) -> np.ndarray:
-        """kernel11's epilogue arithmetic: D = out(acc * scale) per element, ``scale`` the
-        f32 product scale_a * scale_b that `tcsim.run` gives as ``alpha``; with row-wise
-        scales ``scale_a`` (..., pairs, 32, 1) and ``scale_b`` (..., pairs, 32, 2), the words
-        loaded for each element, D = out((acc * scale_b) * scale_a), cuBLAS's order
-        (mul.rn.f32 each, then cvt.rn to f16 or bf16, NaN 0x7fff, or kept in f32). ``acc``:
-        (..., 32, 4) f32 m16n8 accumulators. Returns D's words (..., pairs, 32, words): one
-        f16/bf16 pair per word, or two f32 words per pair."""
-        out = self.params.output_dtype
-        acc = acc.view(np.float32)
-        acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)  # (..., pairs, 32, 2)
-        with np.errstate(over="ignore", invalid="ignore"):
-            if scale_a is None:
-                d = np.multiply(acc, self.alpha, dtype=np.float32)
-            else:
-                d = np.multiply(acc, np.asarray(scale_b, np.uint32).view(np.float32),
-                                dtype=np.float32)
-                d = np.multiply(d, np.asarray(scale_a, np.uint32).view(np.float32),
-                                dtype=np.float32)
-            if out == np.float32:
-                return np.ascontiguousarray(d).view(np.uint32)
-            d = d.astype(out)
-        bits = d.view(np.uint16)
-        bits[np.isnan(d)] = 0x7FFF
-        return np.ascontiguousarray(bits).view(np.uint32)
-
     def zeros(self, *shape: int) -> np.ndarray:
         """Registers of every block in flight, set to zero: (blocks, *shape) uint32."""
         return np.zeros((self.block_rows.size,) + shape, np.uint32)

@@ -81,3 +81,41 @@ def _out_name(out_dtype, kernel: str) -> str:
             return name
     raise ValueError(f"{kernel}: out_dtype must be float16, bfloat16 (ml_dtypes) or float32, "
                      f"got {out_dtype!r} (fp8 outputs are not offered yet)")
+
+
+# ---- kernel11's arithmetic on registers (its CUDA twin's add.rn.f32 and epilogue) -----------
+
+
+def promote(total: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """fp8's promoted accumulation: ``total + part`` on f32 registers (add.rn.f32), where
+    ``part`` is a wgmma chain's accumulators summed from zero in the tensor core."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.add(total.view(np.float32), part.view(np.float32),
+                      dtype=np.float32).view(np.uint32)
+
+
+def scaled_words(m, acc: np.ndarray, scale_a=None, scale_b=None) -> np.ndarray:
+    """kernel11's epilogue on machine ``m``: D = out(acc * scale) per element, ``scale`` the
+    f32 product scale_a * scale_b that `tcsim.run` gives the machine as ``alpha``; with
+    row-wise scales ``scale_a`` (..., pairs, 32, 1) and ``scale_b`` (..., pairs, 32, 2), the
+    words loaded for each element, D = out((acc * scale_b) * scale_a), cuBLAS's order
+    (mul.rn.f32 each, then cvt.rn to f16 or bf16, NaN 0x7fff, or kept in f32). ``acc``:
+    (..., 32, 4) f32 m16n8 accumulators. Returns D's words (..., pairs, 32, words): one
+    f16/bf16 pair per word, or two f32 words per pair."""
+    out = m.params.output_dtype
+    acc = acc.view(np.float32)
+    acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)  # (..., pairs, 32, 2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if scale_a is None:
+            d = np.multiply(acc, m.alpha, dtype=np.float32)
+        else:
+            d = np.multiply(acc, np.asarray(scale_b, np.uint32).view(np.float32),
+                            dtype=np.float32)
+            d = np.multiply(d, np.asarray(scale_a, np.uint32).view(np.float32),
+                            dtype=np.float32)
+        if out == np.float32:
+            return np.ascontiguousarray(d).view(np.uint32)
+        d = d.astype(out)
+    bits = d.view(np.uint16)
+    bits[np.isnan(d)] = 0x7FFF
+    return np.ascontiguousarray(bits).view(np.uint32)
