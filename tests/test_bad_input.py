@@ -372,8 +372,8 @@ def test_wmma_without_c_is_a_times_b():
 def test_no_kernel_named_lists_every_kernel_it_takes():
     from tcsim.kernels import kernel_named
 
-    with pytest.raises(ValueError, match="no kernel named 'kernel11'") as error:
-        kernel_named("kernel11")
+    with pytest.raises(ValueError, match="no kernel named 'kernel12'") as error:
+        kernel_named("kernel12")
     known = str(error.value).split("known:")[1].split("; or a kernel of your own")[0]
     listed = re.findall(r"[\w-]+", known)
     for name in ("kernel1", "kernel6", "kernel7", "kernel10", "wmma_basic", "tf32_puzzle",

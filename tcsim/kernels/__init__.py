@@ -18,6 +18,7 @@ from .kernel7 import kernel7
 from .kernel8 import kernel8
 from .kernel9 import kernel9
 from .kernel10 import kernel10
+from .kernel11 import kernel11
 from .params import GemmParams, ProblemSizeError
 from .tf32_puzzle import tf32_puzzle
 from .wmma_basic import wmma_basic, wmma_basic_fixed
@@ -28,6 +29,9 @@ KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5, kern
 SEED_KERNELS = {k.name: k for k in (wmma_basic, wmma_basic_fixed, wmma_shared, tf32_puzzle)}
 # Hopper's own path (sm_90a): warp-specialized TMA + wgmma kernels.
 HOPPER_KERNELS = {k.name: k for k in (kernel7, kernel8, kernel9, kernel10)}
+# The fp8 rung (tcsim.run(kernel11, A, B, scale_a=..., scale_b=..., out_dtype=...)): a
+# schedule without a CUDA twin yet, so apart from HOPPER_KERNELS, whose twins tcsim.hw writes.
+FP8_KERNELS = {k.name: k for k in (kernel11,)}
 
 
 def kernel_named(name: str | Kernel) -> Kernel:
@@ -45,8 +49,8 @@ def kernel_named(name: str | Kernel) -> Kernel:
     if is_spec(name):
         return resolve(name)
     # One list for the lookup and the message, so that the message names every kernel taken.
-    registry = {"the ladder": KERNELS, "Hopper's": HOPPER_KERNELS, "the seeds'": SEED_KERNELS,
-                "the planted bugs": PLANTED}
+    registry = {"the ladder": KERNELS, "Hopper's": HOPPER_KERNELS, "fp8": FP8_KERNELS,
+                "the seeds'": SEED_KERNELS, "the planted bugs": PLANTED}
     for kernels in registry.values():
         if name in kernels:
             return kernels[name]
@@ -55,7 +59,7 @@ def kernel_named(name: str | Kernel) -> Kernel:
                      f"FILE.py:NAME or package.module:NAME")
 
 
-__all__ = ["GemmParams", "HOPPER_KERNELS", "KERNELS", "Kernel", "ProblemSizeError",
+__all__ = ["FP8_KERNELS", "GemmParams", "HOPPER_KERNELS", "KERNELS", "Kernel", "ProblemSizeError",
            "SEED_KERNELS", "kernel1", "kernel2", "kernel3", "kernel4", "kernel5", "kernel6",
-           "kernel7", "kernel8", "kernel9", "kernel10", "kernel_named", "tf32_puzzle", "wmma_basic",
-           "wmma_basic_fixed", "wmma_shared"]
+           "kernel7", "kernel8", "kernel9", "kernel10", "kernel11", "kernel_named", "tf32_puzzle",
+           "wmma_basic", "wmma_basic_fixed", "wmma_shared"]

@@ -34,13 +34,16 @@ MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size t
 class Executor(Machine):
     def __init__(self, kernel: str, params: GemmParams, A: np.ndarray, B: np.ndarray,
                  C: np.ndarray, D: np.ndarray, alpha: np.float32, beta: np.float32,
-                 checks: str = "raise", shared_bytes: int | None = None) -> None:
+                 checks: str = "raise", shared_bytes: int | None = None,
+                 scales: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         M, K = A.shape
-        N = B.shape[1]
+        N = B.shape[0] if params.b_k_major else B.shape[1]  # fp8's B: N rows of K
         super().__init__(kernel, params, M, N, K, checks, shared_bytes)
         self.alpha, self.beta = np.float32(alpha), np.float32(beta)
         self.memory = {"A": A.reshape(-1), "B": B.reshape(-1), "C": C.reshape(-1),
                        "D": D.reshape(-1)}
+        if scales is not None:  # fp8's row-wise scales, f32 bits
+            self.memory.update(SA=scales[0].view(np.uint32), SB=scales[1].view(np.uint32))
         self.stored = np.zeros(D.size, bool)  # D's elements some instruction stored
         self.progress = _Share(lambda done: None, 0)  # `execute` gives each group its share
         self.role = None  # the role running now (warp-specialized kernels)
@@ -263,8 +266,8 @@ def _descriptor_addresses(value: int, element_bytes: int, major: str, rows: int)
 
 
 def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
-        alpha: float = 1.0, beta: float = 0.0, *, checks: str = "raise",
-        **params) -> np.ndarray:
+        alpha: float = 1.0, beta: float = 0.0, *, checks: str = "raise", scale_a=None,
+        scale_b=None, out_dtype=None, **params) -> np.ndarray:
     """``D = alpha * A @ B + beta * C`` computed by ``kernel``'s schedule, bit for bit.
 
     A (M, K), B (K, N) and C (M, N) are float16 matrices in any memory layout (C None reads
@@ -277,10 +280,24 @@ def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None
 
     ``checks`` ("raise", "warn" or "off"): what a race or an uninitialized shared read does
     (`tcsim.SimulationError` subclasses; docs/checks.md). A bad address always raises.
+
+    A scaled kernel (kernel11, fp8) computes ``torch._scaled_mm``'s
+    ``D = out_dtype(scale_a * scale_b * (A @ B))`` instead: A and B are
+    ``ml_dtypes.float8_e4m3fn`` or ``float8_e5m2`` (their dtypes give ``inputs`` and
+    ``inputs_b``), ``scale_a`` and ``scale_b`` one f32 value each (per tensor), ``out_dtype``
+    float16, bfloat16 or float32; no C, alpha or beta (`tcsim.kernels.scaled`).
     """
     from . import kernel_named
+    from .scaled import scaled_arguments
 
     kernel = kernel_named(kernel)
+    scale = scales = None
+    if kernel.scaled or (scale_a, scale_b, out_dtype) != (None, None, None):
+        scale, params = scaled_arguments(kernel, A, B, C, alpha, beta, scale_a, scale_b,
+                                         out_dtype, params)
+        if isinstance(scale, tuple):  # row-wise: vectors in global memory
+            scale, scales = None, tuple(np.ascontiguousarray(x) for x in scale)
+        alpha = 1.0
     p = kernel.params(**params)
     kernel.check_epilogue(C, alpha, beta)
     if checks == "collect":
@@ -288,13 +305,16 @@ def run(kernel: Kernel | str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None
                          "checks='collect') to gather the problems")
     alpha, beta = (real_scalar(x, name, dtype=np.float32)
                    for x, name in ((alpha, "alpha"), (beta, "beta")))
-    return execute(kernel, p, *check_operands(kernel, p, A, B, C), alpha, beta, checks)
+    if scale is not None:  # the epilogue's one f32 factor (`tcsim.kernels.scaled.scaled_words`)
+        alpha = scale
+    return execute(kernel, p, *check_operands(kernel, p, A, B, C), alpha, beta, checks,
+                   scales)
 
 
 def check_operands(kernel: Kernel, p: GemmParams, A, B, C) -> tuple[np.ndarray, ...]:
     """A, B, C as matrices of the kernel's types and matching shapes the tiles divide (C
     None: zeros)."""
-    A, B = _matrix("A", A, p.inputs), _matrix("B", B, p.inputs)
+    A, B = _matrix("A", A, p.inputs), _matrix("B", B, p.b_inputs)
     (M, K), (K2, N) = A.shape, B.shape
     if K2 != K:
         raise ValueError(f"A is {M}x{K} but B is {K2}x{N}: B needs {K} rows")
@@ -304,8 +324,8 @@ def check_operands(kernel: Kernel, p: GemmParams, A, B, C) -> tuple[np.ndarray, 
             raise ValueError(f"C must be {M}x{N} (M x N), got {C.shape[0]}x{C.shape[1]}")
     p.check_problem(M, N, K, kernel.name)
     # A, B and C in one contiguous copy each (at worst), and D: refused before any of them.
-    a, c = p.element_bytes("A"), p.element_bytes("C")
-    check_memory(a * (M * K + K * N) + 2 * c * M * N, f"{kernel.name} on M={M}, N={N}, K={K}",
+    a, b, c = (p.element_bytes(x) for x in "ABC")
+    check_memory(a * M * K + b * K * N + 2 * c * M * N, f"{kernel.name} on M={M}, N={N}, K={K}",
                  error=ProblemSizeError)
     return A, B, np.zeros((M, N), p.output_dtype) if C is None else C
 
@@ -314,20 +334,23 @@ def _matrix(name: str, x, dtype: str) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype != DTYPES[dtype]:
         raise TypeError(f"{name} must be {DTYPES[dtype]} for this kernel (its {name} elements "
-                        f"are {dtype}; bf16 is ml_dtypes.bfloat16), got {x.dtype}")
+                        f"are {dtype}; bf16 is ml_dtypes.bfloat16, e4m3 and e5m2 "
+                        f"ml_dtypes.float8_e4m3fn and float8_e5m2), got {x.dtype}")
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {x.shape}")
     return x
 
 
 def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
-            checks: str = "raise") -> np.ndarray:
+            checks: str = "raise", scales=None) -> np.ndarray:
     """Run ``kernel``'s schedule on every block; D (M, N) of the kernel's output type."""
+    if params.b_k_major:  # fp8: B lies in memory N rows of K (cuBLAS's TN)
+        B = B.T
     A, B, C = (np.ascontiguousarray(x) for x in (A, B, C))
-    A, B, C = (x.view(np.uint16 if x.itemsize == 2 else np.uint32) for x in (A, B, C))
+    A, B, C = (x.view(np.dtype(f"u{x.itemsize}")) for x in (A, B, C))
     D = np.zeros_like(C)
     ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta), checks,
-                  kernel.shared_bytes(params))
+                  kernel.shared_bytes(params), scales)
     groups = block_tiles(params, ex.M, ex.N)
     acc_bytes = params.warps * params.warp_m * params.warp_n * (2 if params.accumulate == "f16"
                                                                 else 4)

@@ -60,6 +60,9 @@ class Kernel:
     # The CUDA schedule the twin calls (a template in gemm.cuh, or hopper.cuh for sm_90a),
     # from which tcsim.hw writes the twin; "" for a hand-written twin (the seeds').
     twin_schedule: str = ""
+    # True for a scaled GEMM (kernel11, fp8): `tcsim.run` takes scale_a, scale_b and out_dtype
+    # (`tcsim.kernels.scaled`) and no C, alpha or beta.
+    scaled: bool = False
 
     @property
     def entry(self) -> str:

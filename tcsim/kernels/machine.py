@@ -47,7 +47,7 @@ WARP = 32
 # Tile loads bypass L1 (.cg): L1-cached loads fill L1's data banks, which shared memory shares,
 # and Nsight Compute then counts extra shared-store conflicts that depend on timing
 # (docs/kernels.md). C is read once, after every shared access, through L1.
-LD_GLOBAL = {16: "ld.global.cg.v4.u32", 4: "ld.global.b32"}  # by bytes per lane
+LD_GLOBAL = {16: "ld.global.cg.v4.u32", 8: "ld.global.v2.f32", 4: "ld.global.b32"}  # by bytes
 ST_GLOBAL = {4: "st.global.b32", 8: "st.global.v2.f32", 16: "st.global.v4.b32"}
 ST_SHARED = "st.shared.v4.b32"
 LD_SHARED = "ld.shared.b32"
@@ -83,8 +83,10 @@ class Machine(HopperInstructions, ABC):
         self.warp = warp
         self.warp_row = warp // params.warps_n  # the warp's tile along M
         self.warp_col = warp % params.warps_n  # along N
-        # operand -> (rows, cols) of the whole matrix in global memory (row-major)
-        self.shapes = {"A": (M, K), "B": (K, N), "C": (M, N), "D": (M, N)}
+        # operand -> (rows, cols) of the whole matrix in global memory (row-major; B K-major
+        # for fp8: N rows of K)
+        self.shapes = {"A": (M, K), "B": (N, K) if params.b_k_major else (K, N),
+                       "C": (M, N), "D": (M, N), "SA": (M, 1), "SB": (1, N)}
         self.alpha, self.beta = np.float32(1), np.float32(0)  # the epilogue's scalars
         self.report = Report(kernel, checks)
         self.active = np.ones(WARP, bool)  # lanes that execute (see `lanes`)
@@ -479,6 +481,10 @@ class Machine(HopperInstructions, ABC):
             r, c = bm + rows, bk + cols
         elif operand == "B":
             r, c = bk + rows, bn + cols
+        elif operand == "SA":  # fp8's row-wise scales: one per row of A, one per column of B
+            r, c = bm + rows, cols
+        elif operand == "SB":
+            r, c = rows, bn + cols
         else:
             r, c = bm + rows, bn + cols
         nrows, ncols = self.shapes[operand]

@@ -20,22 +20,26 @@ from ..isa.validate import integer
 from ..memory.shared import SM90_BLOCK_LIMIT
 
 MMA_M, MMA_N = 16, 8  # every mma.sync tile of the ladder is 16 x 8; K is 8 or 16 (mma_k)
-MMA_KS = (8, 16)
+MMA_KS = (8, 16, 32)  # k32: fp8 (kernel11's wgmma m64nNk32)
 VECTOR = 8  # f16 elements per 16-byte global load / shared store
 ELEMENT_BYTES = 2  # f16
 ACCUMULATE = ("f16", "f32")
 # Element types in global memory: f16 (the ladder, seed 003), f32 (seed 004's tf32 kernel,
 # whose f32 data goes to the tensor cores as tf32) or bf16 (the Hopper rungs).
-TYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+# fp8 (e4m3, e5m2) inputs run on kernel11 only.
+TYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "e4m3": 1, "e5m2": 1}
 DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16),
-          "f32": np.dtype(np.float32)}
+          "f32": np.dtype(np.float32), "e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
+          "e5m2": np.dtype(ml_dtypes.float8_e5m2)}
+FP8 = ("e4m3", "e5m2")
+FP8_STEP = 32  # K of one fp8 wgmma (m64nNk32)
 TMA_ROW_ELEMENTS = 8  # TMA's global rows are whole 16-byte units: 8 f16 or bf16 elements
 # What the CUDA twin can launch: it takes M, N and K as int, and the grid is (N / block_n,
 # M / block_m) blocks, where CUDA allows at most 65,535 along y.
 MAX_SIZE = 2**31 - 1
 MAX_GRID_Y = 65535
 ZERO_ALLOWED = ("stages", "producers", "group_m", "persistent_blocks", "staged_epilogue",
-                "store_buffers")
+                "store_buffers", "promotion", "row_scales")
 STAGING_ROW_BYTES = 128  # a staged epilogue's row: 64 f16 columns
 TMA_SWIZZLE_ALIGN = 1024  # a 128-byte swizzled TMA box in shared memory starts here
 
@@ -84,6 +88,15 @@ class GemmParams:
     # n > 0: C arrives and D leaves by TMA, through n buffers of 16 rows x 64 columns per
     # consumer warp, each with an mbarrier its C completes on (kernel10).
     store_buffers: int = 0
+    # fp8 (kernel11): B's element type when it differs from A's ("" for A's: ``inputs``), and
+    # every how many wgmma k32 steps the tensor core's partial sum, started from zero, is
+    # added to the f32 register accumulator (cuBLAS's promoted accumulation: 4); 0 for the
+    # other inputs.
+    inputs_b: str = ""
+    promotion: int = 0
+    # 1: fp8's row-wise scales, scale_a per row of A and scale_b per column of B (f32 vectors
+    # "SA" and "SB" in global memory); 0: one scale each, per tensor.
+    row_scales: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -93,7 +106,12 @@ class GemmParams:
                     raise ValueError(f"{f.name} must be 'f16' or 'f32', got {value!r}")
             elif f.name in ("inputs", "output"):
                 if value not in TYPE_BYTES:
-                    raise ValueError(f"{f.name} must be 'f16', 'bf16' or 'f32', got {value!r}")
+                    raise ValueError(f"{f.name} must be 'f16', 'bf16', 'f32', 'e4m3' or 'e5m2', "
+                                     f"got {value!r}")
+            elif f.name == "inputs_b":
+                if value not in ("", *FP8):
+                    raise ValueError(f"inputs_b (B's fp8 type) must be '', 'e4m3' or 'e5m2', "
+                                     f"got {value!r}")
             else:  # numpy integers are welcome, and stored as ints
                 object.__setattr__(self, f.name, integer(
                     value, f.name, minimum=0 if f.name in ZERO_ALLOWED else 1,
@@ -105,13 +123,17 @@ class GemmParams:
                       "bf16 inputs accumulate in f32: the tensor cores have no f16 accumulator "
                       "for bf16 products (wgmma and mma.sync take .f16 accumulators with f16 "
                       f"inputs only), got accumulate={self.accumulate!r}")
+        self._check_fp8()
         self._require("bf16" not in (self.inputs, self.output) or self.producers,
                       "bf16 inputs and outputs run on the Hopper rungs (kernel7 .. kernel10, "
                       f"producers=1), got inputs={self.inputs!r}, output={self.output!r}, "
                       f"producers={self.producers}")
         self._require(self.warp_m % MMA_M == 0, f"warp_m={self.warp_m} must be a multiple of 16")
         self._require(self.warp_n % MMA_N == 0, f"warp_n={self.warp_n} must be a multiple of 8")
-        self._require(self.mma_k in MMA_KS, f"mma_k must be 8 or 16, got {self.mma_k}")
+        self._require(self.mma_k in MMA_KS, f"mma_k must be 8, 16 or 32, got {self.mma_k}")
+        self._require((self.mma_k == FP8_STEP) == self.fp8,
+                      f"mma_k=32 is fp8's wgmma k32, and fp8 inputs need it: got mma_k="
+                      f"{self.mma_k} with inputs={self.inputs!r}")
         self._require(self.warp_k % self.mma_k == 0,
                       f"warp_k={self.warp_k} must be a multiple of mma_k={self.mma_k}")
         for outer, inner in (("block_m", "warp_m"), ("block_n", "warp_n"),
@@ -122,9 +144,9 @@ class GemmParams:
         self._require(self.threads <= 1024,
                       f"{self.warps} warps ({self.threads} threads) exceed 1024 threads a block")
         self._require(self.producers in (0, 1), f"producers must be 0 or 1, got {self.producers}")
-        self._require(not self.producers or (self.warp_m == 64 and self.mma_k == 16),
-                      "a consumer warpgroup issues wgmma m64nNk16: warp_m must be 64 and mma_k "
-                      f"16, got {self.warp_m} and {self.mma_k}")
+        self._require(not self.producers or (self.warp_m == 64 and self.mma_k in (16, 32)),
+                      "a consumer warpgroup issues wgmma m64nNk16 (m64nNk32 for fp8): warp_m "
+                      f"must be 64 and mma_k 16 (32), got {self.warp_m} and {self.mma_k}")
         self._require(self.producers or not (self.group_m or self.persistent_blocks),
                       "group_m and persistent_blocks order the tiles of a warp-specialized "
                       "kernel's tile loop (producers=1); this kernel launches one block per "
@@ -150,6 +172,52 @@ class GemmParams:
                           f"equal number per thread ({self.threads} threads)")
         self._require(self.shared_bytes <= SM90_BLOCK_LIMIT,
                       f"{self.shared_bytes} bytes of shared memory exceed {SM90_BLOCK_LIMIT}")
+
+    def _check_fp8(self) -> None:
+        """What fp8 inputs ask (kernel11): the scaled GEMM that torch._scaled_mm runs."""
+        b = self.b_inputs
+        self._require(self.output not in FP8, "fp8 output (e4m3, e5m2) is not offered yet: "
+                      f"output must be 'f16', 'bf16' or 'f32', got {self.output!r}")
+        self._require(not self.fp8 or self.mma_k == FP8_STEP,
+                      f"inputs must be 'f16', 'bf16' or 'f32' for a kernel of mma_k={self.mma_k}"
+                      f", got {self.inputs!r}: fp8 inputs ('e4m3', 'e5m2') run on kernel11, "
+                      "whose wgmma steps K by 32 (mma_k=32)")
+        self._require((b in FP8) == self.fp8,
+                      "fp8 inputs go together: A and B both e4m3 or e5m2 (inputs, inputs_b), "
+                      f"got inputs={self.inputs!r}, inputs_b={self.inputs_b!r}")
+        self._require(self.row_scales in (0, 1) and (not self.row_scales or (
+            self.inputs == b == "e4m3" and self.output == "bf16")),
+            "row_scales is 0 or 1, and 1 only with e4m3 x e4m3 inputs and bf16 output (torch's "
+            f"rule for row-wise scales), got row_scales={self.row_scales}, inputs="
+            f"{self.inputs!r}, inputs_b={self.inputs_b!r}, output={self.output!r}")
+        if not self.fp8:
+            self._require(not self.promotion, "promotion (fp8's promoted accumulation) needs "
+                          f"fp8 inputs, got promotion={self.promotion}, inputs={self.inputs!r}")
+            return
+        self._require(not (self.inputs == b == "e5m2"),
+                      "e5m2 x e5m2 is refused as torch._scaled_mm refuses it (cuBLAS's fp8 "
+                      "GEMM takes e4m3 x e4m3, e4m3 x e5m2 or e5m2 x e4m3)")
+        self._require(self.accumulate == "f32",
+                      "fp8 inputs accumulate in f32 (cuBLAS's and torch._scaled_mm's; the "
+                      f"f16 accumulator is not offered), got accumulate={self.accumulate!r}")
+        self._require(self.producers == 1,
+                      f"fp8 inputs run on kernel11 (producers=1), got producers={self.producers}")
+
+    @property
+    def fp8(self) -> bool:
+        """Whether A is fp8 (B then is too): kernel11's scaled GEMM."""
+        return self.inputs in FP8
+
+    @property
+    def b_inputs(self) -> str:
+        """B's element type."""
+        return self.inputs_b or self.inputs
+
+    @property
+    def b_k_major(self) -> bool:
+        """Whether B lies in global memory K-major, N rows of K elements (cuBLAS's TN, the
+        layout torch._scaled_mm asks): fp8 wgmma reads both operands K-major only."""
+        return self.fp8
 
     @staticmethod
     def _require(ok: bool, message: str) -> None:
@@ -197,7 +265,10 @@ class GemmParams:
 
     def element_bytes(self, operand: str) -> int:
         """Bytes of one element of global operand "A", "B", "C" or "D"."""
-        return TYPE_BYTES[self.inputs if operand in ("A", "B") else self.output]
+        if operand in ("SA", "SB"):  # fp8's row-wise scales
+            return 4
+        kind = {"A": self.inputs, "B": self.b_inputs}.get(operand, self.output)
+        return TYPE_BYTES[kind]
 
     @property
     def output_dtype(self) -> np.dtype:
@@ -220,7 +291,7 @@ class GemmParams:
 
     @property
     def b_tile_bytes(self) -> int:
-        return self.block_k * self.block_n * TYPE_BYTES[self.inputs]
+        return self.block_k * self.block_n * TYPE_BYTES[self.b_inputs]
 
     @property
     def stage_bytes(self) -> int:
@@ -261,10 +332,11 @@ class GemmParams:
 
     @property
     def qualifier(self) -> str:
-        """The mma.sync the tiles are made of (f32 inputs: tf32)."""
+        """The mma.sync the tiles are made of (f32 inputs: tf32); the wgmma kernels'
+        accumulators are laid out as these m16n8 tiles."""
         acc = self.accumulate
         ab = "tf32" if self.inputs == "f32" else self.inputs
-        return f"m16n8k{self.mma_k}.row.col.{acc}.{ab}.{ab}.{acc}"
+        return f"m16n8k{self.mma_k}.row.col.{acc}.{ab}.{self.inputs_b or ab}.{acc}"
 
     @property
     def ragged(self) -> bool:
@@ -290,6 +362,16 @@ class GemmParams:
             # A is M x K and B, C, D are . x N, row-major: TMA needs each row's pitch in whole
             # 16-byte units (cuTensorMapEncodeTiled); M is free.
             unit = TMA_ROW_ELEMENTS
+            if self.fp8:  # B is N rows of K: K in 16-byte rows of 1-byte elements
+                units = (("K", K, 16), ("N", N, unit))
+                bad = [f"{name}={v} is not a multiple of {u}" for name, v, u in units if v % u]
+                if bad:
+                    raise ProblemSizeError(
+                        f"{kernel}: {'; '.join(bad)}: TMA copies rows of A and B (K fp8 "
+                        f"elements, B being N rows of K) whose pitch must be a multiple of 16 "
+                        f"bytes, so K must be a multiple of 16 (wgmma's k32 steps read TMA's "
+                        f"zeros past it) and N of {unit}; M may be any size")
+                return M, N, K
             bad = [f"{name}={v} is not a multiple of {unit}" for name, v in (("K", K), ("N", N))
                    if v % unit]
             if bad:

@@ -30,6 +30,7 @@ from .kernel2 import kernel2
 from .kernel6 import kernel6
 from .kernel7 import kernel7
 from .kernel10 import kernel10
+from .kernel11 import kernel11
 
 
 def _missing_barrier(m, p, A_smem: SharedTile, B_smem: SharedTile) -> None:
@@ -180,6 +181,14 @@ PLANTED = {k.name: k for k in (
     _planted(kernel10, "no_fence", partial(kernel10.program, plant="no_fence"),
              "kernel10 issuing each TMA store of D without fence.proxy.async after the "
              "stmatrix that wrote its buffer"),
+    # No check of the simulator sees it: only D's bits do (cuBLAS's, tcsim.blas.scaled_mm).
+    _planted(kernel11, "promotion_off_by_one", partial(kernel11.program,
+                                                        plant="promotion_off_by_one"),
+             "kernel11 adding its partial sums to the f32 registers every 5 wgmma k32 steps "
+             "instead of 4"),
+    _planted(kernel11, "scale_a_first", partial(kernel11.program, plant="scale_a_first"),
+             "kernel11 multiplying by the row-wise scale_a before scale_b (cuBLAS: scale_b "
+             "first)"),
 )}
 
 __all__ = ["PLANTED"]
