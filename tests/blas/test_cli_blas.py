@@ -69,13 +69,24 @@ def test_tf32_rounds_the_inputs_and_it_shows_in_the_error(capsys, seed):
     assert _share(tf32, "differ from NumPy's float32 matmul rounded to float32") > 900
 
 
-def test_fp8_fast_accumulation_loses_more_than_promoted(capsys, seed):
+def test_fp8_fast_accumulation_loses_more_than_promoted(capsys, seed, rng):
     args = ["scaled_mm", "32", "32", "4096", "--out", "float32", "--seed", seed]
     promoted = _run(capsys, *args)
     fast = _run(capsys, *args, "--fast")
     assert "every 4 wgmma steps" in promoted and "fast accumulation" in fast
-    # 2.1x to 8x over 45 seeds (normal inputs; positive ones make it far larger)
-    assert _stat(fast, "relative error")[1] > 1.5 * _stat(promoted, "relative error")[1]
+    # The printed relative errors of normal inputs swing with the few sums that cancel to
+    # near zero (once the promoted mean came out larger); the median absolute error does not:
+    # fast / promoted was 4.5x to 5.5x over 12 seeds.
+    from tcsim import blas
+
+    A, B = (rng.standard_normal(shape).astype(ml_dtypes.float8_e4m3fn)
+            for shape in ((32, 4096), (4096, 32)))
+    one = np.float32(1)
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    median = {fast_: np.median(np.abs(blas.scaled_mm(A, B, one, one, out_dtype=np.float32,
+                                                     use_fast_accum=fast_) - exact))
+              for fast_ in (False, True)}
+    assert median[True] > 3 * median[False]
 
 
 def test_scaled_mm_mixed_fp8_types_and_int_mm(capsys):
