@@ -365,19 +365,11 @@ class Machine(HopperInstructions, ABC):
         cores, so it is the machine's (the CUDA twins' ``epilogue_pair``)."""
         out = self.params.output_dtype  # f16, or bf16 on the Hopper rungs
         c = np.ascontiguousarray(c, np.uint32)[..., None].view(out).astype(np.float32)
-        if self.params.accumulate == "f16":
-            acc = acc.view(np.float16).astype(np.float32)
-        else:
-            acc = acc.view(np.float32)
-        # Elements 0..3 of a lane are pairs (0, 1) and (2, 3): the pair axis before the lanes.
-        acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)
+        acc = accumulator_pairs(acc, self.params.accumulate)
         with np.errstate(over="ignore", invalid="ignore"):
             # BLAS: with beta 0, C is not read: its NaN, infinities and zero signs never reach D
-            d = (self.alpha * acc + self.beta * c if self.reads_c
-                 else self.alpha * acc).astype(out)
-        bits = d.view(np.uint16)
-        bits[np.isnan(d)] = 0x7FFF
-        return np.ascontiguousarray(bits).view(np.uint32)[..., 0]
+            d = self.alpha * acc + self.beta * c if self.reads_c else self.alpha * acc
+        return pack_pairs(d, out)[..., 0]
 
     def zeros(self, *shape: int) -> np.ndarray:
         """Registers of every block in flight, set to zero: (blocks, *shape) uint32."""
@@ -543,3 +535,23 @@ class Machine(HopperInstructions, ABC):
 def byte_addresses(offsets, element_bytes: int = ELEMENT_BYTES) -> np.ndarray:
     """Element offsets (f16 unless told) -> byte addresses."""
     return np.asarray(offsets, np.int64) * element_bytes
+
+
+def accumulator_pairs(acc: np.ndarray, accumulate: str = "f32") -> np.ndarray:
+    """m16n8 accumulators (..., 32, 4), f16 or f32 bits, as f32 values (..., pairs, 32, 2):
+    a lane's elements 0..3 are the pairs (0, 1) and (2, 3), the pair axis before the lanes."""
+    acc = acc.view(np.float16).astype(np.float32) if accumulate == "f16" else \
+        acc.view(np.float32)
+    return np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)
+
+
+def pack_pairs(d: np.ndarray, out: np.dtype) -> np.ndarray:
+    """f32 values (..., 2), element pairs, as the words a twin stores: ``out`` f16 or bf16,
+    each pair one word (cvt.rn, NaN 0x7fff), (..., 1); f32 as they are, (..., 2)."""
+    if out == np.float32:
+        return np.ascontiguousarray(d, np.float32).view(np.uint32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = d.astype(out)
+    bits = d.view(np.uint16)
+    bits[np.isnan(d)] = 0x7FFF
+    return np.ascontiguousarray(bits).view(np.uint32)

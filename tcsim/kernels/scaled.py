@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .machine import accumulator_pairs, pack_pairs
 from .params import DTYPES, FP8
 
 OUT = ("f16", "bf16", "f32")
@@ -102,9 +103,7 @@ def scaled_words(m, acc: np.ndarray, scale_a=None, scale_b=None) -> np.ndarray:
     (mul.rn.f32 each, then cvt.rn to f16 or bf16, NaN 0x7fff, or kept in f32). ``acc``:
     (..., 32, 4) f32 m16n8 accumulators. Returns D's words (..., pairs, 32, words): one
     f16/bf16 pair per word, or two f32 words per pair."""
-    out = m.params.output_dtype
-    acc = acc.view(np.float32)
-    acc = np.moveaxis(acc.reshape(acc.shape[:-1] + (2, 2)), -2, -3)  # (..., pairs, 32, 2)
+    acc = accumulator_pairs(acc)
     with np.errstate(over="ignore", invalid="ignore"):
         if scale_a is None:
             d = np.multiply(acc, m.alpha, dtype=np.float32)
@@ -113,9 +112,4 @@ def scaled_words(m, acc: np.ndarray, scale_a=None, scale_b=None) -> np.ndarray:
                             dtype=np.float32)
             d = np.multiply(d, np.asarray(scale_a, np.uint32).view(np.float32),
                             dtype=np.float32)
-        if out == np.float32:
-            return np.ascontiguousarray(d).view(np.uint32)
-        d = d.astype(out)
-    bits = d.view(np.uint16)
-    bits[np.isnan(d)] = 0x7FFF
-    return np.ascontiguousarray(bits).view(np.uint32)
+    return pack_pairs(d, m.params.output_dtype)
