@@ -113,7 +113,7 @@ def assert_twin_matches(kernel, M: int, N: int, K: int, **options) -> TwinCheck:
 def _inputs(rng, p, M: int, N: int, K: int, takes_c: bool):
     """A (M x K) and B (K x N) of normal values in rows and columns of mixed scale, never all
     zeros; C, alpha and beta too when the kernel takes them (else None, 1, 0)."""
-    dtype = np.float16 if p.inputs == "f16" else np.float32
+    dtype = p.input_dtype
     A = (rng.standard_normal((M, K)) * rng.choice([0.25, 1, 4], (M, 1))).astype(dtype)
     B = (rng.standard_normal((K, N)) * rng.choice([0.25, 1, 4], (1, N))).astype(dtype)
     A[0, 0] = B[0, 0] = 1  # never all zeros, whatever the draw

@@ -144,7 +144,7 @@ def _prepare(kernel, source_path, entry, defines, params):
 def random_operands(p, M: int, N: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """A (M, K) and B (K, N) of the kernel's input type, uniform in [-1, 1) from ``seed``."""
     rng = np.random.default_rng(seed)
-    dtype = np.float16 if p.inputs == "f16" else np.float32
+    dtype = p.input_dtype
     return (rng.uniform(-1, 1, (M, K)).astype(dtype), rng.uniform(-1, 1, (K, N)).astype(dtype))
 
 
