@@ -33,10 +33,9 @@ from .kernels.params import GemmParams
 from .kernels.roles import run_in_turn
 from .memory.access import access, parse_instruction
 from .memory.descriptors import MatrixDescriptor, SwizzleMode
-from .memory.local import local_requests, local_sectors
+from .memory.local import SECTOR, local_requests, local_sectors
 from .progress import progress
 
-SECTOR = 32  # bytes: the unit of global-memory traffic
 # ptxas (nvcc 13.0, sm_90) opens every straight-line run of cp.async (LDGSTS) with three
 # ``@!PT LDS RZ, [RZ]``: predicated off, so no thread loads, but each warp issues them and
 # Nsight Compute counts them among shared-load instructions (docs/seeds.md).

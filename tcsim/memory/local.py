@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-SECTOR = 32  # bytes
+SECTOR = 32  # bytes: the unit of global traffic (L1 <-> L2), local, global and TMA alike
 WARP = 32
 
 

@@ -37,9 +37,9 @@ import numpy as np
 
 from ..isa.validate import integer
 from .descriptors import SwizzleMode
+from .local import SECTOR
 
 MAX_BOX = 256  # elements per box dimension
-SECTOR = 32  # bytes: the unit in which L2 serves TMA
 SHARED_ALIGN = 128  # bytes: a box's shared destination
 
 

@@ -76,11 +76,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..memory.local import SECTOR
 from .gpus import Gpu
 from .gpus import gpu as gpu_named
 from .occupancy import Occupancy, occupancy, twin_registers
-
-SECTOR = 32
 
 
 @dataclass
