@@ -63,7 +63,7 @@ def check_twin(kernel, M: int, N: int, K: int, *, counters: bool = True,
     predicts, and the ones it predicts to be 0). ``params`` override the kernel's tiles."""
     from ..kernels import kernel_named
     from ..kernels.executor import run as simulate
-    from ..trace import ASYNC_METRICS, METRICS, SHARED_LD_INST, trace
+    from ..trace import ASYNC_METRICS, HOPPER_METRICS, METRICS, SHARED_LD_INST, trace
     from . import runtime
     from .kernels import schedule_twin
     from .kernels.twin import generated as is_generated
@@ -96,7 +96,8 @@ def check_twin(kernel, M: int, N: int, K: int, *, counters: bool = True,
     if counters:
         predicted = trace(kernel, M, N, K, beta=beta, **params).totals
         metrics = METRICS + (SHARED_LD_INST,) + \
-            (ASYNC_METRICS if ASYNC_METRICS[0] in predicted else ())
+            (ASYNC_METRICS if ASYNC_METRICS[0] in predicted else ()) + \
+            (HOPPER_METRICS if HOPPER_METRICS[0] in predicted else ())
         measured = profile([spec], metrics)[0]
         result.counters = {m: (int(predicted.get(m, 0)), measured[m]) for m in metrics}
     return result
