@@ -13,8 +13,8 @@ per-thread vectors, sit in a ``__constant__`` table. So the twin issues the sche
 instructions, at the schedule's addresses, in the schedule's order (but the epilogue's global
 loads, arithmetic and stores, which go store by store: `_near_use`): its D bits are
 `tcsim.run`'s and its Nsight Compute counters `tcsim.trace`'s. A K loop whose iterations issue
-the same instructions (global coordinates a whole number of K tiles apart) stays a loop;
-another is unrolled.
+the same instructions (global coordinates a whole number of K tiles apart), or do so after its
+first few (a pipeline filling its stages), stays a loop; another is unrolled.
 
 What the generator needs, refused otherwise with `UnsupportedScheduleError` naming the site:
 data stays in its thread (no value moves between lanes or warps); registers are only moved,
@@ -22,10 +22,11 @@ never computed on (the epilogue's ``f16(alpha * acc + beta * C)`` is the machine
 `Machine.epilogue_words`, which the twin issues as ``epilogue_pair``); every warp issues every
 instruction (addresses shaped ``(warps, ..., 32)``, all lanes active); every block issues the
 same instructions relative to its tile (checked on the grid's corners, edges' middles and
-centre). The mma.sync family only: ``ld.global``,
-``st.global``, ``ld.shared``, ``st.shared``, ``cp.async`` with its groups, ``ldmatrix``,
-``stmatrix``, ``mma.sync``, ``bar.sync``. wgmma, TMA, mbarriers, roles, WMMA, local memory and
-persistent blocks are refused, naming `tcsim.hw.verify` for a twin written by hand.
+centre). The mma.sync family: ``ld.global``, ``st.global``, ``ld.shared``, ``st.shared``,
+``cp.async`` with its groups, ``ldmatrix``, ``stmatrix``, ``mma.sync``, ``bar.sync``; and
+Hopper's roles, mbarriers, TMA loads and wgmma (`tcsim.hw.kernels.hopper_twin` says how, and
+what it refuses). TMA stores, WMMA, local memory and persistent blocks are refused, naming
+`tcsim.hw.verify` for a twin written by hand.
 """
 
 from __future__ import annotations
