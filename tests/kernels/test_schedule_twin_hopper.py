@@ -254,3 +254,11 @@ def test_tma_stores_and_persistent_blocks_are_refused_by_name():
                              256, 512, 512)
     with pytest.raises(UnsupportedScheduleError, match="persistent"):
         schedule_twin.source(kernel7_as_user_code(), 256, 512, 512, persistent_blocks=2)
+
+
+def test_a_hopper_schedule_launches_for_sm_90a_even_when_its_kernel_does_not_say():
+    kernel = replace(own("mine_hopper"), name="mine_hopper_no_arch", arch="")
+    spec = twin.twin_launch(kernel, np.ones((64, 64), np.float16), np.ones((64, 256), np.float16))
+    assert spec.arch == "sm_90a"
+    assert twin.twin_launch(own("mine"), np.ones((128, 32), np.float16),
+                            np.ones((32, 128), np.float16)).arch == ""

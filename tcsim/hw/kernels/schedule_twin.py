@@ -836,8 +836,11 @@ def launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0, label: 
 
     (M, K), N = A.shape, B.shape[1]
     M, N, K = p.check_problem(M, N, K, kernel.name)
-    text = _source(kernel, p, M, N, K, bool(np.float32(beta) != 0), True)
+    reads_c = bool(np.float32(beta) != 0)
+    text = _source(kernel, p, M, N, K, reads_c, True)
+    # wgmma, TMA and mbarriers exist on sm_90a only, whatever the kernel declares
+    hopper = any(is_hopper(op) for op in flatten(_program(kernel, p, M, N, K, reads_c).stream))
     return Launch(text, entry_name(kernel), p.grid(M, N), (p.threads,),
                   [A, B, C, D, float(alpha), float(beta), M, N, K],
                   label or f"{kernel.name} (generated twin)", {}, kernel.shared_bytes(p),
-                  kernel.arch, tuple(kernel.tensor_maps(p, M, N, K)))
+                  "sm_90a" if hopper else kernel.arch, tuple(kernel.tensor_maps(p, M, N, K)))
