@@ -262,3 +262,22 @@ def test_a_hopper_schedule_launches_for_sm_90a_even_when_its_kernel_does_not_say
     assert spec.arch == "sm_90a"
     assert twin.twin_launch(own("mine"), np.ones((128, 32), np.float16),
                             np.ones((32, 128), np.float16)).arch == ""
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_explain_takes_the_generated_twins_registers_from_ptxas(tmp_path):
+    """schedule_twin.registers: ptxas's count for the twin tcsim.hw.run compiles, which
+    explain takes as registers= (a user's kernel has no twin of tcsim's to ask ptxas about)."""
+    for kernel in (own("mine"), own("mine_hopper")):
+        shape = (256, 512, 256)
+        found = schedule_twin.registers(kernel, *shape)
+        path = tmp_path / "twin.cu"
+        path.write_text(schedule_twin.source(kernel, *shape))
+        arch = "sm_90a" if kernel.arch else "sm_90"
+        run = subprocess.run([NVCC, f"-arch={arch}", "-cubin", "-Xptxas", "-v",
+                              *(f"-I{d}" for d in include_dirs()), "-o",
+                              str(tmp_path / "out.cubin"), str(path)],
+                             capture_output=True, text=True)
+        assert f"Used {found} registers" in run.stderr
+        occupancy = tcsim.trace(kernel, *shape).explain(registers=found).occupancy
+        assert occupancy.registers_per_thread == found and 32 <= found <= 255

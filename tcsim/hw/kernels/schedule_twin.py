@@ -432,6 +432,28 @@ def source(kernel, M: int, N: int, K: int, beta: float = 0.0, *, loops: bool = T
     return _source(kernel, p, M, N, K, bool(np.float32(beta) != 0), loops)
 
 
+def registers(kernel, M: int, N: int, K: int, beta: float = 0.0, *, arch: str = "sm_90",
+              **params) -> int:
+    """Registers per thread that ptxas gives ``kernel``'s generated twin for an (M, N, K)
+    problem (nvcc needed; a twin with wgmma, TMA or mbarriers compiles for sm_90a): what
+    ``Trace.explain(registers=...)`` takes for a kernel of your own, whose twin tcsim does not
+    compile by itself (see docs/own-kernel.md, "Explain it")."""
+    import tempfile
+    from pathlib import Path
+
+    from ...perf.occupancy import ptxas_registers
+
+    text = source(kernel, M, N, K, beta, **params)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "twin.cu"
+        path.write_text(text)
+        found = ptxas_registers(str(path), entry_name(kernel),
+                                "sm_90a" if '#include "hopper.cuh"' in text else arch)
+    if found is None:
+        raise ValueError(f"ptxas reported no register count for {entry_name(kernel)}")
+    return found
+
+
 @lru_cache(maxsize=16)
 def _source(kernel, p, M: int, N: int, K: int, reads_c: bool, loops: bool) -> str:
     return _Writer(_program(kernel, p, M, N, K, reads_c), loops).text()
