@@ -82,7 +82,10 @@ def check_twin(kernel, M: int, N: int, K: int, *, counters: bool = True,
     if use_generated:
         D = np.zeros((M, N), p.output_dtype)
         C_or_zero = np.zeros((M, N), p.output_dtype) if C is None else C
-        spec = schedule_twin.launch(kernel, p, A, B, C_or_zero, D, alpha, beta)
+        # CuPy has no bf16: the twin takes every 16-bit matrix as bits (uint16_t*) anyway
+        spec = schedule_twin.launch(kernel, p, *(x.view(np.uint16) if x.dtype.kind == "V"
+                                                 else x for x in (A, B, C_or_zero, D)),
+                                    alpha, beta)
     else:
         spec = twin_launch(kernel, A, B, C, alpha, beta, **params)
     gpu = cupy.asnumpy(launch(spec)[3])

@@ -110,11 +110,16 @@ def test_hw_run_takes_the_guides_hopper_kernel(rng):
     assert np.array_equal(gpu.view(np.uint16), tcsim.run(kernel, A, B).view(np.uint16))
 
 
-def test_kernel7s_schedule_as_user_code_matches_its_generated_hopper_twin():
+@pytest.mark.parametrize("params", [
+    {"accumulate": "f16"}, {"accumulate": "f32"},
+    {"accumulate": "f32", "inputs": "bf16", "output": "bf16"},  # wgmma .bf16, D in bf16
+    {"accumulate": "f32", "block_n": 128, "warp_n": 128},  # m64n128k16, two B boxes
+], ids=["f16", "f32", "bf16", "n128"])
+def test_kernel7s_schedule_as_user_code_matches_its_generated_hopper_twin(params):
     """kernel7's schedule in a Kernel of the user's (one block per tile, no template twin):
     two consumer warpgroups with their per-warpgroup descriptors, setmaxnreg from its
     options, one wgmma group in flight, and the ladder's epilogue reading C (alpha and beta
-    drawn), with f16 and f32 accumulators."""
+    drawn)."""
     import importlib
 
     rung = importlib.import_module("tcsim.kernels.kernel7")  # the module, not its Kernel
@@ -122,9 +127,8 @@ def test_kernel7s_schedule_as_user_code_matches_its_generated_hopper_twin():
                           rung.program, rung.tiles, rung.kernel7.defaults, rung.requires,
                           arch="sm_90a", tensor_maps=rung.tensor_maps, options=rung.REGISTERS)
     _hopper_or_skip(kernel)
-    for accumulate in ("f16", "f32"):
-        result = check_twin(kernel, 256, 512, 768, accumulate=accumulate)
-        log_hw({"test": "generated_twin_hopper", "kernel": "kernel7", "shape": [256, 512, 768],
-                "accumulate": accumulate, "mismatches": result.mismatch_count,
-                "counters": result.counters, "device": runtime.device_name()})
-        assert result.ok, str(result)
+    result = check_twin(kernel, 256, 512, 768, **params)
+    log_hw({"test": "generated_twin_hopper", "kernel": "kernel7", "shape": [256, 512, 768],
+            "params": params, "mismatches": result.mismatch_count,
+            "counters": result.counters, "device": runtime.device_name()})
+    assert result.ok, str(result)
