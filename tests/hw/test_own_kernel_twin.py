@@ -114,7 +114,8 @@ def test_hw_run_takes_the_guides_hopper_kernel(rng):
     {"accumulate": "f16"}, {"accumulate": "f32"},
     {"accumulate": "f32", "inputs": "bf16", "output": "bf16"},  # wgmma .bf16, D in bf16
     {"accumulate": "f32", "block_n": 128, "warp_n": 128},  # m64n128k16, two B boxes
-], ids=["f16", "f32", "bf16", "n128"])
+    {"accumulate": "f16", "staged_epilogue": 1},  # kernel9's epilogue
+], ids=["f16", "f32", "bf16", "n128", "staged"])
 def test_kernel7s_schedule_as_user_code_matches_its_generated_hopper_twin(params):
     """kernel7's schedule in a Kernel of the user's (one block per tile, no template twin):
     two consumer warpgroups with their per-warpgroup descriptors, setmaxnreg from its
@@ -127,7 +128,10 @@ def test_kernel7s_schedule_as_user_code_matches_its_generated_hopper_twin(params
                           rung.program, rung.tiles, rung.kernel7.defaults, rung.requires,
                           arch="sm_90a", tensor_maps=rung.tensor_maps, options=rung.REGISTERS)
     _hopper_or_skip(kernel)
-    result = check_twin(kernel, 256, 512, 768, **params)
+    # kernel9's staged epilogue (lanes trade C and D through shared memory): bits only, as
+    # Nsight Compute counts its shared wavefronts with contention (tests/hw/test_hopper_hw.py)
+    staged = bool(params.get("staged_epilogue"))
+    result = check_twin(kernel, 256, 512, 768, counters=not staged, **params)
     log_hw({"test": "generated_twin_hopper", "kernel": "kernel7", "shape": [256, 512, 768],
             "params": params, "mismatches": result.mismatch_count,
             "counters": result.counters, "device": runtime.device_name()})
