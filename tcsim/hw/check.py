@@ -63,7 +63,7 @@ def check_twin(kernel, M: int, N: int, K: int, *, counters: bool = True,
     predicts, and the ones it predicts to be 0). ``params`` override the kernel's tiles."""
     from ..kernels import kernel_named
     from ..kernels.executor import run as simulate
-    from ..trace import ASYNC_METRICS, METRICS, SHARED_LD_INST, trace
+    from ..trace import ASYNC_METRICS, HOPPER_METRICS, METRICS, SHARED_LD_INST, trace
     from . import runtime
     from .kernels import schedule_twin
     from .kernels.twin import generated as is_generated
@@ -82,7 +82,10 @@ def check_twin(kernel, M: int, N: int, K: int, *, counters: bool = True,
     if use_generated:
         D = np.zeros((M, N), p.output_dtype)
         C_or_zero = np.zeros((M, N), p.output_dtype) if C is None else C
-        spec = schedule_twin.launch(kernel, p, A, B, C_or_zero, D, alpha, beta)
+        # CuPy has no bf16: the twin takes every 16-bit matrix as bits (uint16_t*) anyway
+        spec = schedule_twin.launch(kernel, p, *(x.view(np.uint16) if x.dtype.kind == "V"
+                                                 else x for x in (A, B, C_or_zero, D)),
+                                    alpha, beta)
     else:
         spec = twin_launch(kernel, A, B, C, alpha, beta, **params)
     gpu = cupy.asnumpy(launch(spec)[3])
@@ -96,7 +99,8 @@ def check_twin(kernel, M: int, N: int, K: int, *, counters: bool = True,
     if counters:
         predicted = trace(kernel, M, N, K, beta=beta, **params).totals
         metrics = METRICS + (SHARED_LD_INST,) + \
-            (ASYNC_METRICS if ASYNC_METRICS[0] in predicted else ())
+            (ASYNC_METRICS if ASYNC_METRICS[0] in predicted else ()) + \
+            (HOPPER_METRICS if HOPPER_METRICS[0] in predicted else ())
         measured = profile([spec], metrics)[0]
         result.counters = {m: (int(predicted.get(m, 0)), measured[m]) for m in metrics}
     return result

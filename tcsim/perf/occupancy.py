@@ -78,6 +78,17 @@ def _ptxas_registers(source: str, entry: str, defines: tuple, arch: str) -> int 
         path = runtime.source_path(source)
     except FileNotFoundError:
         return None
+    return ptxas_registers(str(path), entry, arch, defines, source)
+
+
+def ptxas_registers(path: str, entry: str, arch: str, defines: tuple = (),
+                    source: str = "") -> int | None:
+    """ptxas's ``Used N registers`` for kernel ``entry`` of the CUDA file ``path`` compiled by
+    nvcc for ``arch`` with tcsim's headers and the ``-D`` ``defines`` ((name, value) pairs),
+    or None when ptxas reports none for it; ValueError when it does not compile (``source``
+    names the file there)."""
+    from ..hw import runtime
+
     with tempfile.TemporaryDirectory() as tmp:
         run = subprocess.run(["nvcc", f"-arch={arch}", "-cubin", "-o", f"{tmp}/k.cubin",
                               *(f"-I{d}" for d in runtime.include_dirs()), "-Xptxas", "-v",
@@ -85,7 +96,7 @@ def _ptxas_registers(source: str, entry: str, defines: tuple, arch: str) -> int 
                               str(path)], capture_output=True, text=True)
     if run.returncode:  # e.g. an instruction the architecture lacks
         first = next((line for line in run.stderr.splitlines() if "error" in line), run.stderr)
-        raise ValueError(f"{source} does not compile for {arch}: "
+        raise ValueError(f"{source or path} does not compile for {arch}: "
                          f"{first.split('error')[-1].strip(' :')}")
     text = run.stderr
     block = text[text.find(f"'{entry}'"):]

@@ -219,8 +219,7 @@ def test_warps_must_all_issue_and_lanes_all_take_part():
         schedule_twin.source(replace(base, program=masked), 128, 128, 32)
 
 
-@pytest.mark.parametrize("name, family", [("mine_hopper", "mbarriers"),
-                                          ("wmma_basic", "WMMA"),
+@pytest.mark.parametrize("name, family", [("wmma_basic", "WMMA"),
                                           ("tf32_puzzle", "local memory")])
 def test_other_instruction_families_are_refused_by_name(name, family):
     kernel = own(name) if name.startswith("mine") else kernel_named(name)

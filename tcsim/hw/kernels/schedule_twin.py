@@ -13,8 +13,8 @@ per-thread vectors, sit in a ``__constant__`` table. So the twin issues the sche
 instructions, at the schedule's addresses, in the schedule's order (but the epilogue's global
 loads, arithmetic and stores, which go store by store: `_near_use`): its D bits are
 `tcsim.run`'s and its Nsight Compute counters `tcsim.trace`'s. A K loop whose iterations issue
-the same instructions (global coordinates a whole number of K tiles apart) stays a loop;
-another is unrolled.
+the same instructions (global coordinates a whole number of K tiles apart), or do so after its
+first few (a pipeline filling its stages), stays a loop; another is unrolled.
 
 What the generator needs, refused otherwise with `UnsupportedScheduleError` naming the site:
 data stays in its thread (no value moves between lanes or warps); registers are only moved,
@@ -22,10 +22,11 @@ never computed on (the epilogue's ``f16(alpha * acc + beta * C)`` is the machine
 `Machine.epilogue_words`, which the twin issues as ``epilogue_pair``); every warp issues every
 instruction (addresses shaped ``(warps, ..., 32)``, all lanes active); every block issues the
 same instructions relative to its tile (checked on the grid's corners, edges' middles and
-centre). The mma.sync family only: ``ld.global``,
-``st.global``, ``ld.shared``, ``st.shared``, ``cp.async`` with its groups, ``ldmatrix``,
-``stmatrix``, ``mma.sync``, ``bar.sync``. wgmma, TMA, mbarriers, roles, WMMA, local memory and
-persistent blocks are refused, naming `tcsim.hw.verify` for a twin written by hand.
+centre). The mma.sync family: ``ld.global``, ``st.global``, ``ld.shared``, ``st.shared``,
+``cp.async`` with its groups, ``ldmatrix``, ``stmatrix``, ``mma.sync``, ``bar.sync``; and
+Hopper's roles, mbarriers, TMA loads and wgmma (`tcsim.hw.kernels.hopper_twin` says how, and
+what it refuses). TMA stores, WMMA, local memory and persistent blocks are refused, naming
+`tcsim.hw.verify` for a twin written by hand.
 """
 
 from __future__ import annotations
@@ -33,50 +34,29 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
 
 from ...isa.fragments import mma_fragment
 from ...kernels.machine import CP_ASYNC, OFF, ST_SHARED, Machine
+from .hopper_twin import HopperRecorder, HopperWriter, hopper_head, is_hopper
+from .twin_stream import (  # noqa: F401 - UnsupportedScheduleError and Op are this module's API
+    HAND_WRITTEN,
+    WARP,
+    Loop,
+    Op,
+    Role,
+    UnsupportedScheduleError,
+    flatten,
+)
 
-WARP = 32
 CONSTANT_BYTES = 64 * 1024  # __constant__ memory a module may hold
 MAX_STEP = 8  # the most K tiles one step of a generated loop covers (a pipeline's stages)
-HAND_WRITTEN = ("write its CUDA by hand and compare it with the schedule through "
-                "tcsim.hw.verify(kernel, 'my_kernel.cu', M, N, K)")
 
 
-class UnsupportedScheduleError(ValueError):
-    """A schedule the twin generator cannot mirror instruction for instruction; the message
-    names the site and why."""
-
-
-@dataclass(frozen=True)
-class Op:
-    """One warp-wide instruction as every warp of a block issues it."""
-
-    kind: str  # ld_global st_global ld_shared st_shared cp_async ldmatrix stmatrix mma
-    #            epilogue sync commit wait
-    site: str = ""
-    spelling: str = ""
-    outs: tuple[int, ...] = ()  # variables written (0: none)
-    ins: tuple[int, ...] = ()  # variables read (0: the zero register)
-    shared: tuple[int, int] | None = None  # (pattern, literal byte address)
-    glob: tuple[str, int, int, int] | None = None  # (operand, pattern, literal, k_tile)
-    count: int = 0  # wait_group's pending groups
-
-
-@dataclass
-class Loop:
-    """A K loop (`Machine.k_tiles`): the instructions of each iteration, K tile start + i."""
-
-    start: int
-    iterations: list[list[Op]] = field(default_factory=list)
-
-
-class Recorder(Machine):
+class Recorder(HopperRecorder, Machine):
     """Runs a schedule on register ids and records its instructions (see the module
     docstring). ``patterns`` may be shared by recorders of several blocks, so that their
     streams compare as they are."""
@@ -85,14 +65,17 @@ class Recorder(Machine):
                  patterns: dict | None = None) -> None:
         super().__init__(kernel.name, params, M, N, K, "off", kernel.shared_bytes(params))
         self.beta = np.float32(beta)  # what the schedule sees (reads_c)
-        self.threads = WARP * params.warps
-        self.thread = np.arange(params.warps)[:, None] * WARP + np.arange(WARP)  # (warps, 32)
+        self.kernel_object = kernel
+        self.threads = WARP * params.warps  # the block's
         self.patterns = {} if patterns is None else patterns  # vector bytes -> index
         self.next_var = 1  # 0 is the zero register
         self.stream: list = []
-        self.body = self.stream  # where instructions go now (a loop iteration's list)
         self.k = None  # the K tile of the loop iteration being recorded
         self.where: tuple = ()  # the last global access: (operand, k_tile, relative offsets)
+        self._hopper_init()
+        # where instructions go now (a loop iteration's list, a role's), and who issues them:
+        # ``issuing_warps`` warps from thread ``first`` on (the block's, or a role's)
+        self._enter(None)
 
     # ---- structure -----------------------------------------------------------------------
 
@@ -117,13 +100,18 @@ class Recorder(Machine):
         yield
 
     def sync(self) -> None:
+        if self.role is not None:
+            raise self._refuse("", f"a bar.sync (m.sync) inside role {self.role.name!r}: "
+                                   f"the other roles never reach it")
         self.body.append(Op("sync", spelling="bar.sync 0"))
 
     def commit_group(self) -> None:
-        self.body.append(Op("commit", spelling="cp.async.commit_group"))
+        self.body.append(Op("commit", spelling="cp.async.commit_group",
+                            warps=self.issuing_warps))
 
     def wait_group(self, pending: int) -> None:
-        self.body.append(Op("wait", spelling="cp.async.wait_group", count=int(pending)))
+        self.body.append(Op("wait", spelling="cp.async.wait_group", count=int(pending),
+                            warps=self.issuing_warps))
 
     def zeros(self, *shape: int) -> np.ndarray:
         return np.zeros((1,) + shape, np.uint32)  # id 0: the zero register, in every thread
@@ -150,18 +138,22 @@ class Recorder(Machine):
 
     def _issues(self, site: str, what: str, values: np.ndarray) -> np.ndarray:
         """Per-thread values (warps, ..., 32) as (instructions, threads): one row per
-        instruction a warp issues, the block's threads along it."""
+        instruction a warp issues, the issuing threads along it."""
         values = np.asarray(values)
-        w = self.params.warps
+        w = self.issuing_warps
         if values.ndim < 2 or values.shape[0] != w or values.shape[-1] != WARP:
-            raise self._refuse(site, f"{what} of shape {values.shape}: every warp issues every "
-                                     f"instruction, so they must be shaped (warps={w}, ..., 32)")
+            whose = f" of role {self.role.name!r}" if self.role else ""
+            raise self._refuse(site, f"{what} of shape {values.shape}: every warp{whose} "
+                                     f"issues every instruction, so they must be shaped "
+                                     f"(warps={w}, ..., 32)")
         return np.moveaxis(values.reshape(w, -1, WARP), 1, 0).reshape(-1, w * WARP)
 
     def _pattern(self, site: str, row: np.ndarray) -> tuple[int, int]:
-        """(pattern index, literal) with ``row == pattern + literal`` thread by thread."""
+        """(pattern index, literal) with ``row == pattern + literal`` thread by thread (the
+        issuing threads'; 0 for the block's others)."""
         literal = int(row[0])
-        pattern = row.astype(np.int64) - literal
+        pattern = np.zeros(self.threads, np.int64)
+        pattern[self.first:self.first + row.size] = row.astype(np.int64) - literal
         if np.abs(pattern).max(initial=0) >= 2**31:
             raise self._refuse(site, "per-thread offsets that do not fit 32 bits")
         key = pattern.astype(np.int32).tobytes()
@@ -208,13 +200,13 @@ class Recorder(Machine):
             raise self._refuse(site, f"{what} of shape {ids.shape} do not broadcast to the "
                                      f"instruction's (1, {', '.join(map(str, batch))}, "
                                      f"registers)") from None
-        w = self.params.warps
+        w = self.issuing_warps
         ids = ids.reshape(w, -1, WARP, registers).astype(np.int64)
         ids = ids.transpose(1, 3, 0, 2).reshape(-1, registers, w * WARP)  # (inst, reg, thread)
         var, thread = ids // self.threads, ids % self.threads
         zero = ids == 0
         bad = ~zero & ((var >= self.next_var) | (var == 0) | (ids > np.iinfo(np.uint32).max))
-        moved = ~zero & ~bad & (thread != np.arange(w * WARP))
+        moved = ~zero & ~bad & (thread != self.first + np.arange(w * WARP))
         mixed = var != var[..., :1]
         for problem, why in ((bad, "a value no instruction produced (arithmetic on registers)"),
                              (moved, "a register of another thread (a value moved between "
@@ -224,12 +216,13 @@ class Recorder(Machine):
                 i, r, t = (int(x[0]) for x in np.nonzero(problem))
                 raise self._refuse(site, f"{what}: instruction {i} register {r} holds, in warp "
                                          f"{t // WARP} lane {t % WARP}, {why}")
+        self._fresh(site, what, var[..., 0])
         return var[..., 0]
 
     # ---- instructions --------------------------------------------------------------------
 
     def _emit(self, ops) -> None:
-        self.body.extend(ops)
+        self.body.extend(replace(op, warps=self.issuing_warps) for op in ops)
 
     def _load_global(self, site, spelling, operand, offsets, vector):
         registers = vector * self.params.element_bytes(operand) // 4
@@ -284,10 +277,10 @@ class Recorder(Machine):
     def _mma(self, site, a, b, c):
         q = self.params.qualifier
         batch = np.broadcast_shapes(*(np.shape(x)[:-2] for x in (a, b, c)))
-        if len(batch) < 2 or batch[1] != self.params.warps:
+        if len(batch) < 2 or batch[1] != self.issuing_warps:
             raise self._refuse(site, f"mma operands of batch shape {batch}: every warp issues "
                                      f"every instruction, so the warps axis (after the blocks "
-                                     f"axis) must be {self.params.warps}")
+                                     f"axis) must be {self.issuing_warps}")
         lanes = batch[1:] + (WARP,)
         ins = [self._consume(site, f"mma operand {op}", x, lanes).reshape(
             -1, mma_fragment(q, op).registers) for op, x in (("a", a), ("b", b), ("c", c))]
@@ -330,11 +323,9 @@ class Recorder(Machine):
     wmma_store_global = wmma_store_shared = _unsupported("WMMA (wmma.store)")
     wmma_mma = _unsupported("WMMA (wmma.mma)")
     load_local = store_local = _unsupported("local memory (ld.local, st.local)")
-    mbarriers = arrive = wait = _unsupported("mbarriers")
-    tma_load = tma_store = bulk_commit = bulk_wait_read = _unsupported("TMA (cp.async.bulk)")
-    fence_proxy_async = _unsupported("fence.proxy.async")
-    wgmma = wgmma_fence = wgmma_commit = wgmma_wait = _unsupported("wgmma")
-    run_roles = _unsupported("roles (warp specialization)")
+    tma_store = _unsupported("TMA stores (cp.async.bulk.tensor to global memory)")
+    bulk_commit = bulk_wait_read = _unsupported("bulk groups (cp.async.bulk.commit_group, "
+                                                "wait_group.read)")
     _wmma_load = _wmma_store = _wmma_mma = _unsupported("WMMA")
     _load_local = _store_local = _unsupported("local memory")
     del _unsupported
@@ -357,28 +348,21 @@ class Program:
     kernel: object
     params: object
     problem: tuple[int, int, int]
-    stream: list  # Op and Loop
+    stream: list  # Op, Loop and Role
     patterns: list[np.ndarray]  # per-thread int32 vectors
+    arrays: list = field(default_factory=list)  # wgmma accumulators (hopper_twin)
+    accumulator_of: dict = field(default_factory=dict)  # variable -> (array, register)
 
     def executed(self) -> dict[str, int]:
         """Warp-level instructions executed by the whole grid, by PTX spelling (what the
         twin issues; `tcsim.trace` counts the same from the schedule)."""
         M, N, _ = self.problem
         grid_n, grid_m = self.params.grid(M, N)
-        times = grid_m * grid_n * self.params.warps
+        blocks = grid_m * grid_n
         out: dict[str, int] = {}
-        for op in _flatten(self.stream):
-            out[op.spelling] = out.get(op.spelling, 0) + times
+        for op in flatten(self.stream):
+            out[op.spelling] = out.get(op.spelling, 0) + blocks * (op.warps or self.params.warps)
         return out
-
-
-def _flatten(stream) -> Iterator[Op]:
-    for item in stream:
-        if isinstance(item, Loop):
-            for body in item.iterations:
-                yield from body
-        else:
-            yield item
 
 
 def program(kernel, M: int, N: int, K: int, beta: float = 0.0, **params) -> Program:
@@ -397,23 +381,23 @@ def _program(kernel, p, M: int, N: int, K: int, reads_c: bool) -> Program:
     patterns: dict = {}
     grid_n, grid_m = p.grid(M, N)
     first = record(kernel, p, M, N, K, float(reads_c), (0, 0), patterns)
-    if p.producers or p.persistent_blocks or \
-            kernel.launch_shape(p, M, N) != (p.grid(M, N), (p.threads,)):
+    if p.persistent_blocks or kernel.launch_shape(p, M, N) != (p.grid(M, N), (p.threads,)):
         raise UnsupportedScheduleError(
             f"{kernel.name}: the CUDA twin generator mirrors one block per tile of D, of "
-            f"{p.threads} threads; not warp-specialized or persistent blocks or another launch "
-            f"shape; {HAND_WRITTEN}")
+            f"{p.threads} threads; not persistent blocks or another launch shape; "
+            f"{HAND_WRITTEN}")
     # the grid's corners and one block inside stand for every block
     others = {(r, c) for r in {0, grid_m - 1, grid_m // 2} for c in {0, grid_n - 1, grid_n // 2}}
     for block in sorted(others - {(0, 0)}):
         other = record(kernel, p, M, N, K, float(reads_c), block, patterns)
         _same_blocks(kernel.name, first.stream, other.stream, block)
     vectors = [np.frombuffer(key, np.int32) for key in patterns]
-    return Program(kernel, p, (M, N, K), first.stream, vectors)
+    return Program(kernel, p, (M, N, K), first.stream, vectors, first.arrays,
+                   first.accumulator_of)
 
 
 def _same_blocks(name: str, first: list, other: list, block: tuple[int, int]) -> None:
-    a, b = list(_flatten(first)), list(_flatten(other))
+    a, b = list(flatten(first)), list(flatten(other))
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
             raise UnsupportedScheduleError(
@@ -448,22 +432,52 @@ def source(kernel, M: int, N: int, K: int, beta: float = 0.0, *, loops: bool = T
     return _source(kernel, p, M, N, K, bool(np.float32(beta) != 0), loops)
 
 
+def registers(kernel, M: int, N: int, K: int, beta: float = 0.0, *, arch: str = "sm_90",
+              **params) -> int:
+    """Registers per thread that ptxas gives ``kernel``'s generated twin for an (M, N, K)
+    problem (nvcc needed; a twin with wgmma, TMA or mbarriers compiles for sm_90a): what
+    ``Trace.explain(registers=...)`` takes for a kernel of your own, whose twin tcsim does not
+    compile by itself (see docs/own-kernel.md, "Explain it")."""
+    import tempfile
+    from pathlib import Path
+
+    from ...perf.occupancy import ptxas_registers
+
+    text = source(kernel, M, N, K, beta, **params)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "twin.cu"
+        path.write_text(text)
+        found = ptxas_registers(str(path), entry_name(kernel),
+                                "sm_90a" if '#include "hopper.cuh"' in text else arch)
+    if found is None:
+        raise ValueError(f"ptxas reported no register count for {entry_name(kernel)}")
+    return found
+
+
 @lru_cache(maxsize=16)
 def _source(kernel, p, M: int, N: int, K: int, reads_c: bool, loops: bool) -> str:
     return _Writer(_program(kernel, p, M, N, K, reads_c), loops).text()
 
 
-class _Writer:
-    """Writes a `Program` as CUDA: one variable per register, each instruction inline PTX."""
+class _Writer(HopperWriter):
+    """Writes a `Program` as CUDA: one variable per register, each instruction inline PTX
+    (the Hopper instructions as calls of hopper.cuh's helpers: `hopper_twin`)."""
 
     def __init__(self, prog: Program, loops: bool) -> None:
-        self.prog, self.loops = prog, loops
+        self.loops = loops
         self.p = prog.params
         self.names: dict[int, str] = {0: "0u"}
+        for var, (array, j) in prog.accumulator_of.items():
+            as_word = "__float_as_uint({})" if prog.arrays[array].ctype == "float" else "{}"
+            self.names[var] = as_word.format(f"acc{array}[{j}]")
         self.lines: list[str] = []
+        self.indent = "  "
+        self.scope: list[Role | None] = [None]  # the role being written (None: the block)
+        self.loop_count = 0
         self.prog = Program(prog.kernel, prog.params, prog.problem, _near_use(prog.stream),
-                            prog.patterns)
+                            prog.patterns, prog.arrays, prog.accumulator_of)
         self.uses = _uses(self.prog.stream)
+        self.hopper = any(is_hopper(op) for op in flatten(self.prog.stream))
 
     def text(self) -> str:
         prog, p = self.prog, self.prog.params
@@ -474,28 +488,37 @@ class _Writer:
                 f"{prog.kernel.name}: {len(prog.patterns)} distinct per-thread address patterns "
                 f"need {len(prog.patterns) * threads * 4:,} bytes of __constant__ memory, more "
                 f"than its {CONSTANT_BYTES:,}; {HAND_WRITTEN}")
-        for number, item in enumerate(prog.stream):
-            if isinstance(item, Loop):
-                self.loop(number, item)
-            else:
-                self.op(item, None)
+        if self.hopper:
+            self.lines += self.declarations(None)
+        self.items(prog.stream)
         table = ",\n".join("  {" + ", ".join(map(str, v)) + "}" for v in prog.patterns)
+        maps = [name for name, _ in prog.kernel.tensor_maps(p, M, N, K)]
+        parameters = "".join(f", const __grid_constant__ TensorMap tensor_{x}" for x in maps)
         head = [
             f"// CUDA twin of {prog.kernel.name}: {prog.kernel.summary}.",
             f"// Generated by tcsim.hw.kernels.schedule_twin from its schedule for M={M}, "
             f"N={N}, K={K},",
             f"// {p.as_dict()} (not committed).",
-            '#include "gemm_common.cuh"', "",
+            *(hopper_head(p.output == "bf16") if self.hopper else ['#include "gemm_common.cuh"',
+                                                                   ""]),
             f"__constant__ int tcsim_patterns[{max(1, len(prog.patterns))}][{threads}] = {{",
             table or "  {0}", "};", "",
             f'extern "C" __global__ void __launch_bounds__({threads}) '
-            f"{entry_name(prog.kernel)}(GEMM_PARAMS) {{",
-            "  extern __shared__ __align__(128) unsigned char tcsim_shared[];",
-            "  const uint32_t smem = shared_address(tcsim_shared);",
-            "  const int t = threadIdx.x;",
-            *self.preload(),
-            *self.bases()]
-        return "\n".join([*head, *self.lines, "}", ""])
+            f"{entry_name(prog.kernel)}(GEMM_PARAMS{parameters}) {{"]
+        if self.hopper:  # TMA writes 128-byte swizzled boxes where descriptors read them
+            head += ["#ifdef TCSIM_HOPPER",
+                     "  extern __shared__ __align__(1024) unsigned char tcsim_shared[];"]
+        else:
+            head += ["  extern __shared__ __align__(128) unsigned char tcsim_shared[];"]
+        head += ["  const uint32_t smem = shared_address(tcsim_shared);",
+                 "  const int t = threadIdx.x;"]
+        if self.hopper:
+            head.append("  const uint64_t desc_base = smem >> 4;  // a descriptor's address "
+                        "field: bytes / 16")
+        head += [*self.preload(), *self.bases()]
+        tail = ["#else", '  asm volatile("trap;");  // TMA, mbarriers and wgmma need sm_90a',
+                "#endif"] if self.hopper else []
+        return "\n".join([*head, *self.lines, *tail, "}", ""])
 
     def preload(self) -> list[str]:
         """Each thread's patterns, read once into registers before anything else: read where
@@ -517,7 +540,8 @@ class _Writer:
     def bases(self) -> list[str]:
         """Pointers to the block's tile of each operand the schedule touches."""
         p, (_, N, K) = self.p, self.prog.problem
-        used = sorted({op.glob[0] for op in _flatten(self.prog.stream) if op.glob})
+        used = sorted({op.glob[0] for op in flatten(self.prog.stream)
+                       if op.glob and op.kind != "tma_load"})
         origin = {"A": f"blockIdx.y * {p.block_m * K}LL", "B": f"blockIdx.x * {p.block_n}LL"}
         out = []
         for x in used:
@@ -527,60 +551,127 @@ class _Writer:
                        f"{p.element_bytes(x)}LL * {at};")
         return out
 
+    # ---- structure -----------------------------------------------------------------------
+
+    def items(self, stream) -> None:
+        for item in stream:
+            if isinstance(item, Loop):
+                self.loop(item)
+            elif isinstance(item, Role):
+                self.role(item)
+            else:
+                self.op(item, None)
+
+    def role(self, role: Role) -> None:
+        """A role's threads run its body; a role of one thread, on its first thread."""
+        end = role.first + WARP * role.warps
+        test = f"t < {end}" if not role.first else f"t >= {role.first} && t < {end}"
+        outer = self.indent
+        self.lines.append(f"{outer}if ({test}) {{  // role {role.name}")
+        self.indent += "  "
+        if role.registers:
+            way, count = role.registers
+            self.lines.append(f"{self.indent}setmaxnreg_{way}<{count}>();")
+        self.scope.append(role)
+        self.lines += self.declarations(role.first)
+        if role.scope == "thread":
+            self.lines.append(f"{self.indent}if (t == {role.first}) {{  // one thread issues "
+                              f"all of it")
+            self.indent += "  "
+        self.items(role.body)
+        if role.scope == "thread":
+            self.indent = self.indent[:-2]
+            self.lines.append(f"{self.indent}}}")
+        self.scope.pop()
+        self.indent = outer
+        self.lines.append(f"{outer}}}")
+
+    def declarations(self, role: int | None) -> list[str]:
+        """The wgmma accumulator arrays a role (or the block) holds, zeros."""
+        return [f"{self.indent}{a.ctype} acc{i}[{a.registers}] = {{}};"
+                for i, a in enumerate(self.prog.arrays) if a.role == role]
+
+    def scope_arrays(self) -> list[int]:
+        role = self.scope[-1]
+        first = role.first if role else None
+        return [i for i, a in enumerate(self.prog.arrays) if a.role == first]
+
+    def scope_first(self) -> int:
+        role = self.scope[-1]
+        return role.first if role else 0
+
     # ---- loops ---------------------------------------------------------------------------
 
-    def loop(self, number: int, loop: Loop) -> None:
-        plan, step = None, 1
-        for step in range(1, MAX_STEP + 1) if self.loops else ():
-            plan = _loop_plan(number, loop, self.uses, step)
-            if plan:
+    def loop(self, loop: Loop) -> None:
+        """A K loop as a CUDA loop over ``step`` K tiles at a time, after the first ``peel``
+        iterations, which differ (a pipeline filling its stages), or unrolled."""
+        found = None
+        for peel in range(min(MAX_STEP, len(loop.iterations)) + 1) if self.loops else ():
+            rest = Loop(loop.start + peel, loop.iterations[peel:])
+            for step in range(1, MAX_STEP + 1):
+                plan = _loop_plan(id(loop), rest, self.uses, step, peel)
+                if plan:
+                    found = peel, step, rest, plan
+                    break
+            if found:
                 break
-        if not plan:
+        if not found:
             self.unrolled(loop.start, loop.iterations)
             return
-        positions, carried, steps = plan
+        peel, step, rest, (positions, carried, steps) = found
+        self.unrolled(loop.start, loop.iterations[:peel])
+        number, self.loop_count = self.loop_count, self.loop_count + 1
+        indent = self.indent
         body_names = {var: f"b{number}_{q}" for var, q in positions[0].items()}
-        self.lines.append(f"  uint32_t {', '.join(body_names.values())};")
+        if body_names:
+            self.lines.append(f"{indent}uint32_t {', '.join(body_names.values())};")
         # a value one step hands the next: its own variable, set at the end of the body
         carry_names = {}
         for outer, q in carried.values():
             if (outer, q) not in carry_names:
                 carry_names[outer, q] = f"c{number}_{len(carry_names)}"
-                self.lines.append(f"  uint32_t {carry_names[outer, q]} = {self.name(outer)};")
-        end = loop.start + len(steps) * step
+                self.lines.append(f"{indent}uint32_t {carry_names[outer, q]} = "
+                                  f"{self.name(outer)};")
+        end = rest.start + len(steps) * step
         advance = f"k += {step}" if step > 1 else "k++"
-        self.lines.append(f"  for (int k = {loop.start}; k < {end}; {advance}) {{")
+        self.lines.append(f"{indent}for (int k = {rest.start}; k < {end}; {advance}) {{")
+        self.indent += "  "
         inner = dict(body_names)
         for j, op in enumerate(steps[0]):
             reads = [carry_names[carried[j, s]] if (j, s) in carried else
                      inner.get(v) or self.name(v) for s, v in enumerate(op.ins)]
-            self.op(op, loop.start, reads, [inner[v] for v in op.outs], indent="    ")
+            self.op(op, rest.start, reads, [inner[v] for v in op.outs])
         by_q = {q: name for name, q in ((body_names[v], q) for v, q in positions[0].items())}
         for (_, q), name in carry_names.items():
-            self.lines.append(f"    {name} = {by_q[q]};")
-        self.lines.append("  }")
+            self.lines.append(f"{self.indent}{name} = {by_q[q]};")
+        self.indent = indent
+        self.lines.append(f"{indent}}}")
         for var, q in positions[-1].items():  # after the loop: its last step's values
             self.names[var] = by_q[q]
-        self.unrolled(end, loop.iterations[end - loop.start:])  # what whole steps leave
+        self.unrolled(end, rest.iterations[end - rest.start:])  # what whole steps leave
 
-    def unrolled(self, start: int, iterations: list[list[Op]]) -> None:
+    def unrolled(self, start: int, iterations: list[list]) -> None:
         for i, body in enumerate(iterations):
-            self.lines.append(f"  // K tile {start + i}")
-            for op in body:
-                self.op(op, None)
+            self.lines.append(f"{self.indent}// K tile {start + i}")
+            self.items(body)
 
     # ---- instructions --------------------------------------------------------------------
 
     def name(self, var: int) -> str:
         return self.names.get(var) or self.names.setdefault(var, f"v{var}")
 
-    def op(self, op: Op, k_start, reads=None, writes=None, indent: str = "  ") -> None:
+    def op(self, op: Op, k_start, reads=None, writes=None) -> None:
+        indent = self.indent
         reads = reads if reads is not None else [self.name(v) for v in op.ins]
         if writes is None:
             writes = [self.name(v) for v in op.outs]
             if writes:
                 self.lines.append(f"{indent}uint32_t {', '.join(writes)};")
-        self.lines.append(indent + self.statement(op, reads, writes, k_start))
+        statement = self.hopper_statement(op, k_start) if is_hopper(op) else \
+            self.statement(op, reads, writes, k_start)
+        guard = None if self.scope[-1] and self.scope[-1].scope == "thread" else \
+            {"thread": f"t == {self.scope_first()}", "lane0": "t % 32 == 0"}.get(op.issuer)
+        self.lines.append(f"{indent}if ({guard}) {statement}" if guard else indent + statement)
 
     def statement(self, op: Op, reads: list[str], writes: list[str], k_start) -> str:
         kind, sp = op.kind, op.spelling
@@ -641,6 +732,7 @@ class _Writer:
                 f"((long long)tp{pattern}{k})")
 
 
+
 def _near_use(stream) -> list:
     """``stream`` with each run of epilogue instructions (global loads through L1, the
     epilogue's arithmetic, global stores) issued store by store, each after the loads and
@@ -677,7 +769,8 @@ def _near_use(stream) -> list:
             run.append(item)
         else:
             flush()
-            out.append(item)
+            out.append(replace(item, body=_near_use(item.body)) if isinstance(item, Role)
+                       else item)
     flush()
     return out
 
@@ -686,25 +779,29 @@ def _braces(numbers) -> str:
     return "{" + ", ".join(f"%{i}" for i in numbers) + "}"
 
 
-def _uses(stream) -> dict[int, set]:
-    """variable -> the places that read it: (loop number, iteration) or (None, None)."""
-    out: dict[int, set] = {}
-    for number, item in enumerate(stream):
+def _uses(stream, out: dict | None = None) -> dict[int, set]:
+    """variable -> the places that read it: (id of its loop, iteration) or (None, None)."""
+    out = {} if out is None else out
+    for item in stream:
+        if isinstance(item, Role):
+            _uses(item.body, out)
+            continue
         bodies = enumerate(item.iterations) if isinstance(item, Loop) else [(None, [item])]
         for i, body in bodies:
             for op in body:
                 for v in op.ins:
-                    out.setdefault(v, set()).add((number if i is not None else None, i))
+                    out.setdefault(v, set()).add((id(item) if i is not None else None, i))
     return out
 
 
-def _loop_plan(number: int, loop: Loop, uses: dict, step: int = 1):
+def _loop_plan(number: int, loop: Loop, uses: dict, step: int = 1, peel: int = 0):
     """How to write ``loop`` as a CUDA loop over ``step`` K tiles at a time (a pipeline's
     stages rotate, so its iterations repeat every ``stages``), or None when those steps
     differ: the steps' instructions, each step's variables by position, and the reads that
     one step hands the next ((instruction, slot) -> (the variable read in the first step, the
     position the previous step wrote it at)). Iterations after the last whole step are left
-    to be unrolled."""
+    to be unrolled. ``loop`` holds the iterations of loop ``number`` (its id in ``uses``)
+    after its first ``peel``."""
     n = len(loop.iterations) // step
     if n < 2:
         return None
@@ -725,7 +822,7 @@ def _loop_plan(number: int, loop: Loop, uses: dict, step: int = 1):
             glob = op.glob and (*op.glob[:3], op.glob[3] - k)
             ins = tuple(("L", here[v]) if v in here else ("X",) for v in op.ins)
             out.append((op.kind, op.site, op.spelling, op.shared, glob, op.count, len(op.outs),
-                        ins))
+                        ins, op.args, op.issuer))
         return out
 
     reference = shape(0)
@@ -746,8 +843,8 @@ def _loop_plan(number: int, loop: Loop, uses: dict, step: int = 1):
     for i, where in enumerate(positions):  # values read outside their step
         for v in where:
             for loop_number, iteration in uses.get(v, ()):
-                inside = loop_number == number and iteration < n * step
-                if inside and iteration // step in (i, i + 1):
+                inside = loop_number == number and peel <= iteration < peel + n * step
+                if inside and (iteration - peel) // step in (i, i + 1):
                     continue
                 if inside or i != n - 1:
                     return None
@@ -761,7 +858,11 @@ def launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0, label: 
 
     (M, K), N = A.shape, B.shape[1]
     M, N, K = p.check_problem(M, N, K, kernel.name)
-    text = _source(kernel, p, M, N, K, bool(np.float32(beta) != 0), True)
+    reads_c = bool(np.float32(beta) != 0)
+    text = _source(kernel, p, M, N, K, reads_c, True)
+    # wgmma, TMA and mbarriers exist on sm_90a only, whatever the kernel declares
+    hopper = any(is_hopper(op) for op in flatten(_program(kernel, p, M, N, K, reads_c).stream))
     return Launch(text, entry_name(kernel), p.grid(M, N), (p.threads,),
                   [A, B, C, D, float(alpha), float(beta), M, N, K],
-                  label or f"{kernel.name} (generated twin)", {}, kernel.shared_bytes(p))
+                  label or f"{kernel.name} (generated twin)", {}, kernel.shared_bytes(p),
+                  "sm_90a" if hopper else kernel.arch, tuple(kernel.tensor_maps(p, M, N, K)))
