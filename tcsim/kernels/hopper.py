@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..isa.validate import integer
-from ..isa.wgmma import parse_wgmma
+from ..isa.wgmma import parse_wgmma, wgmma_fragment
 from ..memory.tma import SHARED_ALIGN, TensorMap
 from .checks import GlobalMemoryError, SharedAddressError, first_index
 from .roles import Barriers, PhaseError, Role, Waiting
@@ -167,6 +167,13 @@ class HopperInstructions:
         warpgroups, 128, registers); B read MN-major when ``trans_b``. Returns D."""
         spec = parse_wgmma(qualifier)
         desc_a, desc_b = (np.asarray(d, np.uint64).reshape(-1) for d in (desc_a, desc_b))
+        if desc_a.size != desc_b.size and 1 not in (desc_a.size, desc_b.size):
+            raise ValueError(f"{self.kernel} site {site!r} ({WGMMA}{spec.qualifier}): "
+                             f"{desc_a.size} A descriptors but {desc_b.size} B descriptors; "
+                             f"give one of each per warpgroup (or one for all)")
+        acc = self._check_registers(site, WGMMA + spec.qualifier, "the accumulator", acc,
+                                    [wgmma_fragment(spec, "c").registers],
+                                    (max(desc_a.size, desc_b.size), 128), threads=128)
         return self._wgmma(site, spec, desc_a, desc_b, acc, bool(trans_b))
 
     def wgmma_fence(self) -> None:
