@@ -92,12 +92,14 @@ class HopperInstructions:
         ``source`` to (rows, cols) of the block's tile of ``operand`` (D). It reads shared
         memory in the background until `bulk_wait_read` retires its group; the writes it reads
         must come before a `fence_proxy_async`."""
+        self._check_operand(site, operand, store=True)
         tensor_map, rows, cols = self._box(site, operand, source, rows, cols, 0)
         self._tma_store(site, operand, tensor_map, source, rows, cols)
 
     def _box(self, site: str, operand: str, address: int, rows: int, cols: int, k_tile: int):
         """The operand's tensor map and the box's global origin (blocks,), its shared address
         checked."""
+        self._check_operand(site, operand)
         if operand not in self.tensor_maps:
             raise ValueError(f"{self.kernel} site {site!r}: the kernel has no tensor map for "
                              f"{operand} (it has {', '.join(self.tensor_maps) or 'none'})")

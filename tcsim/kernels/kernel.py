@@ -97,6 +97,7 @@ class Kernel:
         machine.tensor_maps = dict(self.tensor_maps(machine.params, machine.M, machine.N,
                                                     machine.K))
         machine.shared_tiles = tiles = self.tiles(machine.params)
+        machine.takes_c = self.takes_c
         self.program(machine, machine.params, *tiles)
 
     def check_epilogue(self, C, alpha, beta) -> None:

@@ -71,6 +71,8 @@ class Machine(HopperInstructions, ABC):
     a bad address always raises, as it faults on the GPU).
     """
 
+    takes_c = True  # False: the kernel reads no C (`Kernel.takes_c`, set by `Kernel.issue`)
+
     def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
                  checks: str = "raise", shared_bytes: int | None = None) -> None:
         self.M, self.N, self.K = M, N, K = params.check_problem(M, N, K, kernel)
@@ -172,6 +174,7 @@ class Machine(HopperInstructions, ABC):
         """Each lane stores its registers to ``operand[row, col:col+vector]`` (f16 pairs, or
         f32 values, one per register); with ``clip``, not past the matrix's edge (as
         `load_global`)."""
+        self._check_operand(site, operand, store=True)
         lanes = np.broadcast_shapes(np.shape(rows), np.shape(cols))
         self._check_lanes(site, f"{operand} rows and columns", lanes)
         registers = self._check_registers(site, "st.global", "the stored", registers,
@@ -246,6 +249,7 @@ class Machine(HopperInstructions, ABC):
         """``wmma.store.d.sync.aligned.<layout>.<shape>.global.<type>``: the inverse of
         `wmma_load_global`."""
         spec, spelling = self._wmma(qualifier, "d", layout, "global")
+        self._check_operand(site, matrix, store=True)
         self.require_full_warp(site, spelling)
         registers = self._check_registers(site, spelling, "the stored", registers,
                                           [spec.registers("d")])
@@ -485,6 +489,22 @@ class Machine(HopperInstructions, ABC):
                 f"shaped (warps, ..., 32) with the issuing warps first (at most the block's "
                 f"{warps}): build them from m.warp, m.warp_row or m.warp_col and m.lane")
 
+    def _check_operand(self, site: str, operand: str, store: bool = False) -> None:
+        """A ValueError naming the site unless the schedule may access ``operand`` in global
+        memory: A, B, C (not in a kernel that reads no C), D, and the row-wise scales SA and
+        SB of a kernel that has them; a store goes to D only (the inputs are the caller's)."""
+        names = ["A", "B", *(["C"] if self.takes_c else []), "D",
+                 *(("SA", "SB") if self.params.row_scales else ())]
+        where = f"{self.kernel} site {site!r}"
+        if not isinstance(operand, str) or operand not in names:
+            why = (f": {self.kernel} reads no C (its Kernel has takes_c=False)"
+                   if operand == "C" else "")
+            raise ValueError(f"{where}: no operand {operand!r} to access{why}; the operands "
+                             f"are {', '.join(names)} (capitals)")
+        if store and operand != "D":
+            raise ValueError(f"{where}: a store goes to D, not {operand} (A, B and C are the "
+                             f"caller's inputs)")
+
     def _check_registers(self, site: str, spelling: str, what: str, registers,
                          counts: list[int], lanes: tuple | None = None,
                          hint: str = "", threads: int = WARP) -> np.ndarray:
@@ -529,6 +549,7 @@ class Machine(HopperInstructions, ABC):
         lane whose vector starts past the last row or column is predicated off: its offset is
         `OFF` (engines move nothing for it); a vector that straddles the edge is still an
         error."""
+        self._check_operand(site, operand)
         p = self.params
         rows, cols = np.broadcast_arrays(self.integers(site, f"{operand} rows", rows),
                                          self.integers(site, f"{operand} columns", cols))

@@ -1,7 +1,7 @@
 """A user's schedule that misuses the Machine is refused the same way by `tcsim.trace` (which
 moves no bits) and `tcsim.run` (which does), with an error naming the kernel, the site and
 the instruction: registers of the wrong shape or type (a tile or type override the schedule
-was not written for)."""
+was not written for), an operand name that is not one, C in a kernel that reads none."""
 
 import dataclasses
 import importlib.util
@@ -139,3 +139,32 @@ def test_store_global_registers_are_checked_by_both():
     kernel = Kernel("storing", "a bad store", program, lambda p: (), PARAMS, takes_c=False)
     assert_named(both(kernel), ValueError, "storing site 'D_store'", "st.global",
                  "(..., 32, 1 or 2 or 4)")
+
+
+# ---- operands ---------------------------------------------------------------------------------
+
+def operand_kernel(operand, takes_c=True, store=False):
+    def program(m, p):
+        rows, cols = m.warp * 0 + m.lane // 4, m.lane % 4 * 8
+        regs = m.load_global("load", "A" if store else operand, rows, cols)
+        m.store_global("store", operand if store else "D", rows, cols, regs)
+
+    return Kernel("operands", "one load", program, lambda p: (), PARAMS, takes_c=takes_c)
+
+
+@pytest.mark.parametrize("operand", ["a", "X", "d_", 3])
+def test_an_unknown_operand_is_refused_naming_the_site_and_the_operands(operand):
+    assert_named(both(operand_kernel(operand)), ValueError, "operands site 'load'",
+                 f"no operand {operand!r}", "A, B, C, D")
+
+
+def test_c_in_a_kernel_that_reads_no_c_is_refused():
+    raised = both(operand_kernel("C", takes_c=False))
+    assert_named(raised, ValueError, "operands site 'load'", "reads no C", "takes_c=False")
+    tcsim.trace(operand_kernel("C", takes_c=True), 128, 128, 64)  # the same, reading C
+
+
+@pytest.mark.parametrize("operand", ["A", "B", "C"])
+def test_a_store_to_an_input_is_refused(operand):
+    assert_named(both(operand_kernel(operand, store=True)), ValueError, "operands site 'store'",
+                 f"a store goes to D, not {operand}")
