@@ -393,7 +393,10 @@ class Machine(HopperInstructions, ABC):
         double buffering). Nothing to execute; the tracer records it for the speed model."""
 
     def sync(self) -> None:
-        """``__syncthreads()`` (bar.sync 0): ends a barrier interval."""
+        """``__syncthreads()`` (bar.sync 0): ends a barrier interval. bar.sync is
+        ``barrier.sync.aligned``: every lane of a warp executes it, so it is refused under
+        `lanes` with idle lanes (`DivergentWarpError`)."""
+        self.require_full_warp("sync", "bar.sync 0 (__syncthreads)")
         if self.checker is not None:
             self.checker.barrier()
 

@@ -1,7 +1,8 @@
 """A user's schedule that misuses the Machine is refused the same way by `tcsim.trace` (which
 moves no bits) and `tcsim.run` (which does), with an error naming the kernel, the site and
 the instruction: registers of the wrong shape or type (a tile or type override the schedule
-was not written for), an operand name that is not one, C in a kernel that reads none."""
+was not written for), an operand name that is not one, C in a kernel that reads none, and a
+`__syncthreads` that only some lanes reach."""
 
 import dataclasses
 import importlib.util
@@ -13,6 +14,7 @@ from gemm_inputs import gemm_inputs
 
 import tcsim
 from tcsim import GemmParams, Kernel, RowMajor, SharedTile
+from tcsim.kernels.checks import DivergentWarpError
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = GemmParams(block_m=128, block_n=128, block_k=32, warp_m=64, warp_n=64, warp_k=32)
@@ -168,3 +170,22 @@ def test_c_in_a_kernel_that_reads_no_c_is_refused():
 def test_a_store_to_an_input_is_refused(operand):
     assert_named(both(operand_kernel(operand, store=True)), ValueError, "operands site 'store'",
                  f"a store goes to D, not {operand}")
+
+
+# ---- a divergent __syncthreads ----------------------------------------------------------------
+
+def test_a_sync_that_only_some_lanes_reach_is_a_divergent_warp():
+    module = example()
+
+    def program(m, p, A_smem, B_smem):
+        with m.lanes(m.lane < 16):
+            m.sync()  # bar.sync is barrier.sync.aligned: undefined unless the whole warp
+        module.program(m, p, A_smem, B_smem)
+
+    kernel = dataclasses.replace(module.mine, name="mine_divergent", program=program)
+    assert_named(both(kernel), DivergentWarpError, "mine_divergent site 'sync'", "bar.sync",
+                 "16 active lanes")
+    with pytest.raises(DivergentWarpError):
+        tcsim.trace(kernel, 128, 128, 64, exhaustive=True)
+    healthy = dataclasses.replace(module.mine, name="mine_again")
+    assert both(healthy) == [None, None]
