@@ -48,6 +48,7 @@ from . import (
     supported_qualifiers,
 )
 from .blas.report import add_parser as add_blas_parser
+from .hw.runtime import HardwareUnavailable
 from .isa import samples
 from .kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS, GemmParams
 from .kernels.checks import SimulationError
@@ -400,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
             print("".join(traceback.format_list(frames))
                   + "".join(traceback.format_exception_only(type(error), error)),
                   end="", file=sys.stderr)
-        elif not isinstance(exc, (ValueError, TypeError, IndexError, OSError, SimulationError)):
+        elif not isinstance(exc, (ValueError, TypeError, IndexError, OSError, SimulationError,
+                                  HardwareUnavailable)):
             raise  # not a refusal: a bug of tcsim's, shown in full
         message = " ".join(str(exc).split())  # one line, whatever the message holds
         if raised and raised[0] is exc:  # the type says what went wrong in the user's code
