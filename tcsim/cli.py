@@ -322,18 +322,21 @@ def build_parser() -> argparse.ArgumentParser:
     # FILE.py:NAME or package.module:NAME
     spec = dict(metavar="KERNEL", help=f"{', '.join(kernels)}, or FILE.py:NAME or "
                                        f"package.module:NAME (a Kernel of your own)")
-    t = sub.add_parser("trace", help="per-site counters of a kernel (the ladder's or a seed's)",
+    t = sub.add_parser("trace", help="per-site counters of a kernel: a built-in, or your own "
+                                     "as file.py:NAME or module:NAME",
                        description="Example: tcsim trace kernel1 4096 4096 4096 --block_k 32")
     t.add_argument("kernel", **spec)
     _add_kernel_options(t)
     t.add_argument("--json", action="store_true", help="print the trace as JSON")
     t.set_defaults(run=_trace)
-    c = sub.add_parser("compare", help="two kernels' counters side by side",
+    c = sub.add_parser("compare", help="two kernels' counters side by side (built-in or your "
+                                       "own, as for trace)",
                        description="Example: tcsim compare kernel1 kernel2 1024 1024 1024")
     c.add_argument("kernels", nargs=2, **spec)
     _add_kernel_options(c)
     c.set_defaults(run=_compare)
-    e = sub.add_parser("explain", help="predicted time and what limits a kernel",
+    e = sub.add_parser("explain", help="predicted time and what limits a kernel (built-in or "
+                                       "your own, as for trace)",
                        description="Example: tcsim explain kernel2 4096 4096 4096 --gpu T4 "
                                    "(docs/performance.md)")
     e.add_argument("kernel", **spec)
