@@ -47,3 +47,21 @@ def test_without_c_the_gpu_and_the_model_agree(qualifier, a, b):
     assert got.dtype == want.dtype
     assert np.array_equal(got.view(np.uint32 if got.itemsize == 4 else np.uint16),
                           want.view(np.uint32 if want.itemsize == 4 else np.uint16))
+
+
+@pytest.mark.parametrize("qualifier, shape", [
+    ("m16n8k8.row.col.f32.f16.f16.f32", (16, 8, 8)),
+    ("m8n8k4.row.col.f32.f16.f16.f32", (8, 4, 8)),  # four products to a warp: zero padding
+])
+def test_without_c_the_gpu_path_packs_zeros(monkeypatch, qualifier, shape):
+    """hw.mma's own packing (matrices -> registers -> the GPU -> matrices), with the GPU's
+    register-level call stood in for by the model's, against the model's matrix path."""
+    monkeypatch.setattr("tcsim.hw.isa.mma.mma_regs", tcsim.mma_regs)
+    rng = np.random.default_rng()
+    m, k, n = shape
+    A = rng.standard_normal((3, m, k)).astype(np.float16)
+    B = rng.standard_normal((3, k, n)).astype(np.float16)
+    got, want = hw.mma(qualifier, A, B), tcsim.mma(qualifier, A, B)
+    assert got.shape == want.shape == (3, m, n)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.any(got != 0)
