@@ -122,8 +122,16 @@ def program(m, p, A_smem, B_smem):
     store_d(m, p, acc)
 
 
+def m16n8k8_f16(p):
+    """What `program` assumes of the params: k8 fragments and f16 accumulators, which
+    store_d stores as D's f16 pairs (f32 ones would need a conversion it does not make)."""
+    if (p.mma_k, p.accumulate) != (8, "f16"):
+        raise ValueError(f"mine and its cures run m16n8k8 with f16 accumulators: got "
+                         f"mma_k={p.mma_k}, accumulate={p.accumulate!r}")
+
+
 mine = Kernel("mine", "my 128x128x32 GEMM, row-major shared tiles", program, row_major_tiles,
-              PARAMS, takes_c=False)
+              PARAMS, requires=m16n8k8_f16, takes_c=False)
 
 
 # ---- the cures ---------------------------------------------------------------------------------
@@ -141,7 +149,7 @@ def swizzled_tiles(p):
 
 
 mine_swizzled = Kernel("mine_swizzled", "mine with swizzled shared tiles", program,
-                       swizzled_tiles, PARAMS, takes_c=False)
+                       swizzled_tiles, PARAMS, requires=m16n8k8_f16, takes_c=False)
 
 
 def padded_tiles(p):
@@ -154,7 +162,7 @@ def padded_tiles(p):
 
 
 mine_padded = Kernel("mine_padded", "mine with padded shared tiles", program, padded_tiles,
-                     PARAMS, takes_c=False)
+                     PARAMS, requires=m16n8k8_f16, takes_c=False)
 
 
 

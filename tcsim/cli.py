@@ -19,7 +19,9 @@
     tcsim docs [DIR]                           regenerate the fragment-layout docs and diagrams
     tcsim --version                            the installed version
 
-A bad argument is reported in one line on stderr, with exit status 2 (docs/errors.md).
+A bad argument is reported in one line on stderr, with exit status 2 (docs/errors.md). An
+exception raised in your own code (a kernel's schedule, the file that defines it) shows your
+code's frames first; --debug (anywhere on the line) or TCSIM_DEBUG=1 shows the full traceback.
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import sysconfig
+import traceback
 import zipfile
 from dataclasses import fields
+from pathlib import Path
 
 import numpy as np
 
@@ -43,6 +48,7 @@ from . import (
     supported_qualifiers,
 )
 from .blas.report import add_parser as add_blas_parser
+from .hw.runtime import HardwareUnavailable
 from .isa import samples
 from .kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS, GemmParams
 from .kernels.checks import SimulationError
@@ -286,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter,
                 epilog="\n".join(__doc__.split("\n")[2:]))
     p.add_argument("--version", action="version", version=f"tcsim {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help="on an error, print the full traceback (also TCSIM_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="a guided example on built-in inputs",
                        description="Run m16n8k8 on built-in inputs and compare with FMA and exact.")
@@ -314,18 +322,21 @@ def build_parser() -> argparse.ArgumentParser:
     # FILE.py:NAME or package.module:NAME
     spec = dict(metavar="KERNEL", help=f"{', '.join(kernels)}, or FILE.py:NAME or "
                                        f"package.module:NAME (a Kernel of your own)")
-    t = sub.add_parser("trace", help="per-site counters of a kernel (the ladder's or a seed's)",
+    t = sub.add_parser("trace", help="per-site counters of a kernel: a built-in, or your own "
+                                     "as file.py:NAME or module:NAME",
                        description="Example: tcsim trace kernel1 4096 4096 4096 --block_k 32")
     t.add_argument("kernel", **spec)
     _add_kernel_options(t)
     t.add_argument("--json", action="store_true", help="print the trace as JSON")
     t.set_defaults(run=_trace)
-    c = sub.add_parser("compare", help="two kernels' counters side by side",
+    c = sub.add_parser("compare", help="two kernels' counters side by side (built-in or your "
+                                       "own, as for trace)",
                        description="Example: tcsim compare kernel1 kernel2 1024 1024 1024")
     c.add_argument("kernels", nargs=2, **spec)
     _add_kernel_options(c)
     c.set_defaults(run=_compare)
-    e = sub.add_parser("explain", help="predicted time and what limits a kernel",
+    e = sub.add_parser("explain", help="predicted time and what limits a kernel (built-in or "
+                                       "your own, as for trace)",
                        description="Example: tcsim explain kernel2 4096 4096 4096 --gpu T4 "
                                    "(docs/performance.md)")
     e.add_argument("kernel", **spec)
@@ -367,6 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug is taken anywhere on the line (before or after the subcommand)
+    debug = "--debug" in argv or os.environ.get("TCSIM_DEBUG", "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
     try:
         try:
             args = build_parser().parse_args(argv)
@@ -378,10 +393,61 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `tcsim layout ... | head`: the reader has all it wanted
         _quiet_stdout()
         return 0
-    except (ValueError, TypeError, IndexError, OSError, SimulationError) as exc:
+    except Exception as exc:
+        raised = _user_error(exc)
+        if debug:
+            traceback.print_exception(exc, file=sys.stderr)
+        elif raised:
+            error, frames = raised
+            print("Traceback (your code's frames; --debug or TCSIM_DEBUG=1 for all):",
+                  file=sys.stderr)
+            print("".join(traceback.format_list(frames))
+                  + "".join(traceback.format_exception_only(type(error), error)),
+                  end="", file=sys.stderr)
+        elif not isinstance(exc, (ValueError, TypeError, IndexError, OSError, SimulationError,
+                                  HardwareUnavailable)):
+            raise  # not a refusal: a bug of tcsim's, shown in full
         message = " ".join(str(exc).split())  # one line, whatever the message holds
+        if raised and raised[0] is exc:  # the type says what went wrong in the user's code
+            message = f"{type(exc).__name__} in your code: {message}"
         print(f"tcsim: error: {message}", file=sys.stderr)
         return 2
+
+
+_TCSIM = str(Path(__file__).resolve().parent)
+# Code that neither the user nor tcsim wrote: an error raised in it (numpy's IndexError on the
+# user's indexing) belongs to the code that called it.
+_LIBRARIES = tuple(str(Path(sysconfig.get_paths()[k]).resolve()) for k in ("stdlib", "platstdlib"))
+_LIBRARIES += (str(Path(np.__file__).resolve().parent),)
+
+
+def _home(filename: str) -> str:
+    """Whose code a frame runs: "tcsim", "library" or "user"."""
+    if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
+        return "library"
+    path = str(Path(filename).resolve())
+    if path.startswith(_TCSIM):
+        return "tcsim"
+    return "library" if path.startswith(_LIBRARIES) else "user"
+
+
+def _user_error(exc: BaseException):
+    """(the error, the user's frames of its traceback) when the user's code raised ``exc``
+    or what it wraps (a kernel file that failed to load); None when tcsim raised it (its
+    refusals are one line) or a kernel's ``requires`` refused the params (a refusal too)."""
+    for error in (exc, exc.__cause__):
+        if error is None:
+            continue
+        frames = traceback.extract_tb(error.__traceback__)
+        homes = [_home(f.filename) for f in frames]
+        if next((h for h in reversed(homes) if h != "library"), "tcsim") != "user":
+            continue  # the innermost frame that is not a library's is tcsim's
+        first = homes.index("user")
+        caller = frames[first - 1] if first else None
+        if caller is not None and caller.name == "params" and "requires(" in (caller.line or ""):
+            return None  # Kernel.params calling the kernel's requires
+        return error, [f for f, h in zip(frames, homes) if h == "user"]
+    return None
 
 
 def _quiet_stdout() -> None:

@@ -23,6 +23,7 @@ The rules, the same everywhere:
 
 from __future__ import annotations
 
+import difflib
 import operator
 import os
 from collections.abc import Callable, Sequence
@@ -31,6 +32,18 @@ from functools import cache
 import numpy as np
 
 INT64_LIMIT = 1 << 63  # one past the largest value an int64 holds
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """' (did you mean 'X'?)' for the known name ``name`` most likely mistypes (wrong case, a
+    prefix such as 'h100' of 'H100-SXM', or a close spelling), or '' for none."""
+    by_lower = {k.lower(): k for k in known}
+    key = name.strip().lower()
+    starts = [k for k in known if key and k.lower().startswith(key)]
+    close = difflib.get_close_matches(key, list(by_lower), n=1)
+    guess = by_lower.get(key) or (starts[0] if starts else None) or (
+        by_lower[close[0]] if close else None)
+    return f" (did you mean {guess!r}?)" if guess else ""
 
 
 def _is_bool(value) -> bool:

@@ -7,6 +7,7 @@ schedule that `tcsim.run` executes on bits and `tcsim.trace` counts, plus a CUDA
 ``tcsim/hw``.
 """
 
+from ..isa.validate import did_you_mean
 from .kernel import Kernel
 from .kernel1 import kernel1
 from .kernel2 import kernel2
@@ -48,6 +49,10 @@ def kernel_named(name: str | Kernel) -> Kernel:
                         f"'kernel1', got {name!r}")
     if is_spec(name):
         return resolve(name)
+    if name.endswith(".py") or "/" in name:
+        raise ValueError(f"no kernel named {name!r}: a kernel of your own is named FILE.py:NAME, "
+                         f"so add :NAME, the Kernel's variable name in the file "
+                         f"({name}:mine for `mine = Kernel(...)`)")
     # One list for the lookup and the message, so that the message names every kernel taken.
     registry = {"the ladder": KERNELS, "Hopper's": HOPPER_KERNELS, "fp8": FP8_KERNELS,
                 "the seeds'": SEED_KERNELS, "the planted bugs": PLANTED}
@@ -55,8 +60,9 @@ def kernel_named(name: str | Kernel) -> Kernel:
         if name in kernels:
             return kernels[name]
     known = "; ".join(f"{label} {', '.join(kernels)}" for label, kernels in registry.items())
-    raise ValueError(f"no kernel named {name!r}; known: {known}; or a kernel of your own as "
-                     f"FILE.py:NAME or package.module:NAME")
+    names = [k for kernels in registry.values() for k in kernels]
+    raise ValueError(f"no kernel named {name!r}{did_you_mean(name, names)}; known: {known}; or "
+                     f"a kernel of your own as FILE.py:NAME or package.module:NAME")
 
 
 __all__ = ["FP8_KERNELS", "GemmParams", "HOPPER_KERNELS", "KERNELS", "Kernel", "ProblemSizeError",

@@ -29,6 +29,9 @@ def block_bytes(kernel: str, tiles: Sequence[SharedTile], counted: int,
                 stated: int | None) -> int:
     """The block's shared memory: ``stated`` when the kernel states it, else the larger of the
     tiles' end and ``counted`` (GemmParams' count)."""
+    if not isinstance(tiles, (tuple, list)):
+        raise TypeError(f"{kernel}: tiles(params) must return a tuple of SharedTiles ((tile,) "
+                        f"for one, () for none), got {tiles!r}")
     for tile in tiles:
         if not isinstance(tile, SharedTile):
             raise TypeError(f"{kernel}: tiles(params) must give SharedTiles, got {tile!r}")

@@ -13,11 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..isa.fragments import mma_fragment
+from ..isa.validate import integer
 from ..memory.layouts import RowMajor, Swizzle, Swizzled, TileLayout
 from .machine import Machine, byte_addresses
 from .params import MMA_M, MMA_N, VECTOR, GemmParams
 
 # ---- shared-memory tiles ---------------------------------------------------------------------
+
+TILE_OPERANDS = ("A", "B", "C", "D")  # the global operand a tile holds a piece of
+ELEMENT_SIZES = (1, 2, 4)  # bytes: fp8, f16 and bf16, f32
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,21 @@ class SharedTile:
     layout: TileLayout
     base: int  # byte address of the tile's start
     element_bytes: int = 2  # f16
+
+    def __post_init__(self) -> None:
+        # refused here, naming the argument, rather than deep in a run
+        if self.operand not in TILE_OPERANDS:
+            raise ValueError(f"SharedTile operand must be one of "
+                             f"{', '.join(map(repr, TILE_OPERANDS))}, got {self.operand!r}")
+        if not isinstance(self.layout, TileLayout):
+            raise TypeError(f"SharedTile {self.operand} layout must be a tile layout (RowMajor, "
+                            f"Swizzled, tcsim.Layout, ...), got {self.layout!r}")
+        object.__setattr__(self, "base", integer(self.base, f"SharedTile {self.operand} base"))
+        size = integer(self.element_bytes, f"SharedTile {self.operand} element_bytes")
+        if size not in ELEMENT_SIZES:
+            raise ValueError(f"SharedTile {self.operand} element_bytes must be 1 (fp8), 2 (f16, "
+                             f"bf16) or 4 (f32), got {size}")
+        object.__setattr__(self, "element_bytes", size)
 
     def address(self, rows, cols) -> np.ndarray:
         """Byte addresses of elements (rows, cols) of the tile."""

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..isa.validate import integer
-from ..isa.wgmma import parse_wgmma
+from ..isa.wgmma import parse_wgmma, wgmma_fragment
 from ..memory.tma import SHARED_ALIGN, TensorMap
 from .checks import GlobalMemoryError, SharedAddressError, first_index
 from .roles import Barriers, PhaseError, Role, Waiting
@@ -92,12 +92,14 @@ class HopperInstructions:
         ``source`` to (rows, cols) of the block's tile of ``operand`` (D). It reads shared
         memory in the background until `bulk_wait_read` retires its group; the writes it reads
         must come before a `fence_proxy_async`."""
+        self._check_operand(site, operand, store=True)
         tensor_map, rows, cols = self._box(site, operand, source, rows, cols, 0)
         self._tma_store(site, operand, tensor_map, source, rows, cols)
 
     def _box(self, site: str, operand: str, address: int, rows: int, cols: int, k_tile: int):
         """The operand's tensor map and the box's global origin (blocks,), its shared address
         checked."""
+        self._check_operand(site, operand)
         if operand not in self.tensor_maps:
             raise ValueError(f"{self.kernel} site {site!r}: the kernel has no tensor map for "
                              f"{operand} (it has {', '.join(self.tensor_maps) or 'none'})")
@@ -167,6 +169,13 @@ class HopperInstructions:
         warpgroups, 128, registers); B read MN-major when ``trans_b``. Returns D."""
         spec = parse_wgmma(qualifier)
         desc_a, desc_b = (np.asarray(d, np.uint64).reshape(-1) for d in (desc_a, desc_b))
+        if desc_a.size != desc_b.size and 1 not in (desc_a.size, desc_b.size):
+            raise ValueError(f"{self.kernel} site {site!r} ({WGMMA}{spec.qualifier}): "
+                             f"{desc_a.size} A descriptors but {desc_b.size} B descriptors; "
+                             f"give one of each per warpgroup (or one for all)")
+        acc = self._check_registers(site, WGMMA + spec.qualifier, "the accumulator", acc,
+                                    [wgmma_fragment(spec, "c").registers],
+                                    (max(desc_a.size, desc_b.size), 128), threads=128)
         return self._wgmma(site, spec, desc_a, desc_b, acc, bool(trans_b))
 
     def wgmma_fence(self) -> None:

@@ -64,6 +64,28 @@ class Kernel:
     # (`tcsim.kernels.scaled`) and no C, alpha or beta.
     scaled: bool = False
 
+    def __post_init__(self) -> None:
+        # arguments of the wrong kind are refused here, naming the argument, rather than as
+        # an AttributeError deep in a run
+        for field in ("name", "summary"):
+            if not isinstance(getattr(self, field), str):
+                raise TypeError(f"Kernel {field} must be a string, got {getattr(self, field)!r}")
+        functions = {"program": "the schedule, program(m, params, *tiles)",
+                     "tiles": "tiles(params) -> a tuple of SharedTiles (lambda p: () for none)",
+                     "requires": "requires(params), raising ValueError for params it refuses",
+                     "local_bytes": "local_bytes(params)", "launch_shape": "launch_shape(p, M, N)",
+                     "tensor_maps": "tensor_maps(params, M, N, K)"}
+        for field, what in functions.items():
+            if not callable(getattr(self, field)):
+                raise TypeError(f"Kernel {self.name!r}: {field} must be a function, {what}; got "
+                                f"{getattr(self, field)!r}")
+        if not isinstance(self.defaults, GemmParams):
+            raise TypeError(f"Kernel {self.name!r}: defaults must be a tcsim.GemmParams "
+                            f"(GemmParams(block_m=64, ...)), got {self.defaults!r}")
+        if not isinstance(self.takes_c, bool):
+            raise TypeError(f"Kernel {self.name!r}: takes_c must be True or False, got "
+                            f"{self.takes_c!r}")
+
     @property
     def entry(self) -> str:
         """The twin's ``extern "C"`` kernel name."""
@@ -97,6 +119,7 @@ class Kernel:
         machine.tensor_maps = dict(self.tensor_maps(machine.params, machine.M, machine.N,
                                                     machine.K))
         machine.shared_tiles = tiles = self.tiles(machine.params)
+        machine.takes_c = self.takes_c
         self.program(machine, machine.params, *tiles)
 
     def check_epilogue(self, C, alpha, beta) -> None:

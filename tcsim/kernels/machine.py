@@ -26,6 +26,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..isa.fragments import mma_fragment
 from ..isa.validate import INT64_LIMIT, integer_array
 from ..isa.wmma import parse_wmma
 from ..isa.wmma.lowering import element_offsets, lower, memory_coords
@@ -69,6 +70,8 @@ class Machine(HopperInstructions, ABC):
     counts. ``checks`` is "raise", "warn", "collect" or "off" (race and initialization checks;
     a bad address always raises, as it faults on the GPU).
     """
+
+    takes_c = True  # False: the kernel reads no C (`Kernel.takes_c`, set by `Kernel.issue`)
 
     def __init__(self, kernel: str, params: GemmParams, M: int, N: int, K: int,
                  checks: str = "raise", shared_bytes: int | None = None) -> None:
@@ -171,10 +174,13 @@ class Machine(HopperInstructions, ABC):
         """Each lane stores its registers to ``operand[row, col:col+vector]`` (f16 pairs, or
         f32 values, one per register); with ``clip``, not past the matrix's edge (as
         `load_global`)."""
-        size = 4 * np.shape(registers)[-1]
+        self._check_operand(site, operand, store=True)
+        lanes = np.broadcast_shapes(np.shape(rows), np.shape(cols))
+        self._check_lanes(site, f"{operand} rows and columns", lanes)
+        registers = self._check_registers(site, "st.global", "the stored", registers,
+                                          sorted(n // 4 for n in ST_GLOBAL), lanes)
+        size = 4 * registers.shape[-1]
         vector = size // self.params.element_bytes(operand)
-        self._check_lanes(site, f"{operand} rows and columns",
-                          np.broadcast_shapes(np.shape(rows), np.shape(cols)))
         offsets = self.global_elements(site, operand, rows, cols, 0, vector, clip)
         self._store_global(site, ST_GLOBAL[size], operand, offsets, registers)
 
@@ -209,7 +215,10 @@ class Machine(HopperInstructions, ABC):
 
     def store_local(self, site: str, offsets, registers) -> None:
         """``st.local``: each lane writes its registers at byte ``offset`` of its local memory."""
-        width = 4 * np.shape(registers)[-1]
+        offsets = self.integers(site, "local offsets", offsets)
+        registers = self._check_registers(site, "st.local", "the stored", registers,
+                                          sorted(n // 4 for n in ST_LOCAL), offsets.shape)
+        width = 4 * registers.shape[-1]
         offsets = self.check_local(site, offsets, width)
         self._store_local(site, ST_LOCAL[width], offsets, registers)
 
@@ -240,7 +249,10 @@ class Machine(HopperInstructions, ABC):
         """``wmma.store.d.sync.aligned.<layout>.<shape>.global.<type>``: the inverse of
         `wmma_load_global`."""
         spec, spelling = self._wmma(qualifier, "d", layout, "global")
+        self._check_operand(site, matrix, store=True)
         self.require_full_warp(site, spelling)
+        registers = self._check_registers(site, spelling, "the stored", registers,
+                                          [spec.registers("d")])
         offsets = self._fragment_elements(site, spec, "d", layout, matrix, rows, cols, 0)
         self._wmma_store(site, spec, layout, "global", self.shapes[matrix][1], matrix, offsets,
                          registers)
@@ -248,6 +260,9 @@ class Machine(HopperInstructions, ABC):
     def wmma_store_shared(self, site: str, qualifier: str, layout: str, addresses, stride: int,
                           registers) -> None:
         """``wmma.store.d`` to shared memory: the inverse of `wmma_load_shared`."""
+        spec = parse_wmma(qualifier)
+        registers = self._check_registers(site, spec.ptx, "the stored", registers,
+                                          [spec.registers("d")])
         spec, offsets = self._shared_fragment(site, qualifier, "d", layout, addresses, stride,
                                               self.checker and self.checker.write)
         self._wmma_store(site, spec, layout, "shared", stride, None, offsets, registers)
@@ -271,6 +286,9 @@ class Machine(HopperInstructions, ABC):
         """``wmma.mma.sync.aligned`` of ``qualifier`` on every (warp, tile) at once."""
         spec = parse_wmma(qualifier)
         self.require_full_warp(site, spec.ptx)
+        a, b, c = (self._check_registers(site, spec.ptx, op.upper(), x, [spec.registers(op)])
+                   for op, x in zip("abc", (a, b, c)))
+        self._check_batch(site, spec.ptx, a, b, c)
         return self._wmma_mma(site, spec, a, b, c)
 
     def _fragment_elements(self, site, spec, operand, layout, matrix, rows, cols,
@@ -290,6 +308,8 @@ class Machine(HopperInstructions, ABC):
     def store_shared(self, site: str, addresses, registers) -> None:
         """``st.shared.v4.b32``: each lane writes its 4 registers at its byte address."""
         addresses = self._per_lane(site, "shared addresses", addresses)
+        registers = self._check_registers(site, ST_SHARED, "the stored", registers, [4],
+                                          addresses.shape)
         self.check_shared(site, ST_SHARED, addresses, 16)
         if self.checker is not None:
             self.checker.write(site, ST_SHARED, addresses)
@@ -334,23 +354,49 @@ class Machine(HopperInstructions, ABC):
         spelling = STMATRIX.format(shape)
         self.require_full_warp(site, spelling)
         addresses = self._per_lane(site, "shared addresses", addresses)
-        rows = addresses[..., : 8 * parse_instruction(spelling).matrices]
+        matrices = parse_instruction(spelling).matrices
+        registers = self._check_registers(site, spelling, "the stored", registers, [matrices],
+                                          addresses.shape)
+        rows = addresses[..., : 8 * matrices]
         self.check_shared(site, spelling, rows, 16)
         if self.checker is not None:
             self.checker.write(site, spelling, rows)
-        self._stmatrix(site, spelling, addresses, rows, np.asarray(registers, np.uint32))
+        self._stmatrix(site, spelling, addresses, rows, registers)
 
     def mma(self, site: str, a, b, c) -> np.ndarray:
         """``mma.sync`` of the kernel's qualifier on every (warp, tile) at once."""
-        self.require_full_warp(site, "mma.sync.aligned." + self.params.qualifier)
+        p = self.params
+        spelling = "mma.sync.aligned." + p.qualifier
+        self.require_full_warp(site, spelling)
+        counts = {op: mma_fragment(p.qualifier, op).registers for op in "abc"}
+        # a schedule written for other parameters (mma_k, accumulate) shows here first
+        hint = (f"; {p.qualifier} (mma_k={p.mma_k}, accumulate={p.accumulate!r}) takes "
+                f"{counts['a']}, {counts['b']} and {counts['c']} registers a lane for A, B "
+                f"and C: if {self.kernel} was written for other parameters, let its Kernel's "
+                f"requires= refuse these")
+        a, b, c = (self._check_registers(site, spelling, op.upper(), x, [counts[op]],
+                                         hint=hint) for op, x in zip("abc", (a, b, c)))
+        self._check_batch(site, spelling, a, b, c)
         return self._mma(site, a, b, c)
+
+    def _check_batch(self, site: str, spelling: str, a, b, c) -> None:
+        """A ValueError naming the site unless the operands' batch shapes broadcast."""
+        try:
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2], c.shape[:-2])
+        except ValueError:
+            raise ValueError(f"{self.kernel} site {site!r} ({spelling}): the batch shapes of A "
+                             f"{a.shape[:-2]}, B {b.shape[:-2]} and C {c.shape[:-2]} (the axes "
+                             f"left of the lanes) do not broadcast") from None
 
     def fragments_ahead(self) -> None:
         """The schedule loads the next warp_k step's fragments before this step's mma (register
         double buffering). Nothing to execute; the tracer records it for the speed model."""
 
     def sync(self) -> None:
-        """``__syncthreads()`` (bar.sync 0): ends a barrier interval."""
+        """``__syncthreads()`` (bar.sync 0): ends a barrier interval. bar.sync is
+        ``barrier.sync.aligned``: every lane of a warp executes it, so it is refused under
+        `lanes` with idle lanes (`DivergentWarpError`)."""
+        self.require_full_warp("sync", "bar.sync 0 (__syncthreads)")
         if self.checker is not None:
             self.checker.barrier()
 
@@ -446,6 +492,50 @@ class Machine(HopperInstructions, ABC):
                 f"shaped (warps, ..., 32) with the issuing warps first (at most the block's "
                 f"{warps}): build them from m.warp, m.warp_row or m.warp_col and m.lane")
 
+    def _check_operand(self, site: str, operand: str, store: bool = False) -> None:
+        """A ValueError naming the site unless the schedule may access ``operand`` in global
+        memory: A, B, C (not in a kernel that reads no C), D, and the row-wise scales SA and
+        SB of a kernel that has them; a store goes to D only (the inputs are the caller's)."""
+        names = ["A", "B", *(["C"] if self.takes_c else []), "D",
+                 *(("SA", "SB") if self.params.row_scales else ())]
+        where = f"{self.kernel} site {site!r}"
+        if not isinstance(operand, str) or operand not in names:
+            why = (f": {self.kernel} reads no C (its Kernel has takes_c=False)"
+                   if operand == "C" else "")
+            raise ValueError(f"{where}: no operand {operand!r} to access{why}; the operands "
+                             f"are {', '.join(names)} (capitals)")
+        if store and operand != "D":
+            raise ValueError(f"{where}: a store goes to D, not {operand} (A, B and C are the "
+                             f"caller's inputs)")
+
+    def _check_registers(self, site: str, spelling: str, what: str, registers,
+                         counts: list[int], lanes: tuple | None = None,
+                         hint: str = "", threads: int = WARP) -> np.ndarray:
+        """``registers`` as an array, after checking what the executor's arithmetic needs:
+        uint32 of shape (..., 32, n) (``threads`` 128 for a warpgroup's) with n in ``counts``
+        and, given the per-lane shape ``lanes`` of the instruction's addresses, broadcasting
+        to (blocks, *lanes). A TypeError or ValueError names the kernel, the site and the
+        instruction. Both engines check here, so the tracer refuses what `tcsim.run` does."""
+        r = np.asarray(registers)
+        where = f"{self.kernel} site {site!r} ({spelling}): {what} registers"
+        if r.dtype != np.uint32:
+            raise TypeError(f"{where} must be uint32, got {r.dtype}{hint}")
+        wanted = " or ".join(str(n) for n in counts)
+        if r.ndim < 2 or r.shape[-2] != threads or r.shape[-1] not in counts:
+            raise ValueError(f"{where} must have shape (..., {threads}, {wanted}), lanes then "
+                             f"registers, got {r.shape}{hint}")
+        if lanes is not None:
+            full = (self.block_rows.size, *lanes, r.shape[-1])
+            try:
+                fits = np.broadcast_shapes(r.shape, full) == full
+            except ValueError:
+                fits = False
+            if not fits:
+                raise ValueError(f"{where} of shape {r.shape} do not match the lanes' "
+                                 f"addresses {tuple(lanes)}: give (blocks, *{tuple(lanes)}, "
+                                 f"{r.shape[-1]}), as m.zeros and the loads make them")
+        return r
+
     def require_full_warp(self, site: str, spelling: str) -> None:
         """A ``.sync.aligned`` instruction needs all 32 lanes (`DivergentWarpError`)."""
         if not self.active.all():
@@ -462,6 +552,7 @@ class Machine(HopperInstructions, ABC):
         lane whose vector starts past the last row or column is predicated off: its offset is
         `OFF` (engines move nothing for it); a vector that straddles the edge is still an
         error."""
+        self._check_operand(site, operand)
         p = self.params
         rows, cols = np.broadcast_arrays(self.integers(site, f"{operand} rows", rows),
                                          self.integers(site, f"{operand} columns", cols))

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from ..isa.validate import did_you_mean
 from .kernel import Kernel
 
 
@@ -33,11 +34,14 @@ def resolve(spec: str) -> Kernel:
     module = _load_file(spec, where) if _is_path(where) else _import(spec, where)
     if not hasattr(module, attribute):
         kernels = sorted(k for k, v in vars(module).items() if isinstance(v, Kernel))
-        raise ValueError(f"kernel {spec!r}: {where} has no {attribute!r}; its Kernels: "
+        raise ValueError(f"kernel {spec!r}: {where} has no {attribute!r}"
+                         f"{did_you_mean(attribute, kernels)}; its Kernels: "
                          f"{', '.join(kernels) or 'none'}")
     kernel = getattr(module, attribute)
     if not isinstance(kernel, Kernel):
-        raise ValueError(f"kernel {spec!r}: {attribute} is a {type(kernel).__name__}, not a "
+        kind = type(kernel).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise ValueError(f"kernel {spec!r}: {attribute} is {article} {kind}, not a "
                          f"tcsim.Kernel (docs/own-kernel.md shows how to make one)")
     return kernel
 

@@ -21,6 +21,7 @@ from functools import cache
 from importlib.resources import files
 
 from ..isa.qualifier import parse
+from ..isa.validate import did_you_mean
 from ..isa.wgmma.spec import is_wgmma_qualifier, parse_wgmma
 
 
@@ -117,9 +118,8 @@ def gpu(name: str | Gpu) -> Gpu:
     if not isinstance(name, str):
         raise TypeError(f"gpu must be a GPU name such as 'H100-SXM' or a Gpu, got {name!r}")
     if name not in table:
-        alike = [key for key in table if key.lower() == name.strip().lower()]
-        raise ValueError(f"unknown GPU {name!r}" + (f" (did you mean {alike[0]!r}?)" if alike
-                                                     else "") + f"; known: {', '.join(table)}")
+        raise ValueError(f"unknown GPU {name!r}{did_you_mean(name, list(table))}; known: "
+                         f"{', '.join(table)}")
     entry = table[name]
     constants = {k: Constant(**v) for k, v in entry["constants"].items()}
     tensor = {k: Constant(**v) for k, v in entry["tensor"].items()}

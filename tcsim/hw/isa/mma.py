@@ -41,9 +41,17 @@ def mma_regs(qualifier: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.
     return cupy.asnumpy(d).reshape(batch + (32, frags["d"].registers))
 
 
-def mma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
-    """``D = A @ B + C`` computed by the GPU's mma.sync; same contract as `tcsim.mma`."""
+def mma(qualifier: str, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None) -> np.ndarray:
+    """``D = A @ B + C`` computed by the GPU's mma.sync; same contract as `tcsim.mma` (C None:
+    zeros; a wgmma qualifier runs `tcsim.hw.wgmma`), but no ``arch``: the GPU is the
+    architecture."""
+    from ...isa.wgmma import is_wgmma_qualifier, parse_wgmma
+    from .wgmma import wgmma
+
+    if is_wgmma_qualifier(qualifier):
+        return wgmma(qualifier, A, B, parse_wgmma(qualifier).zero_c(A, B) if C is None else C)
     spec = parse(qualifier)
+    C = spec.zero_c(A, B) if C is None else C
     frags = [mma_fragment(spec, op) for op in "abcd"]
     per = spec.products_per_warp
     if per == 1:
