@@ -267,11 +267,13 @@ def verdict(rows) -> list[str]:
         spread = {op: sorted({r[op]["wavefronts"] for r in by["default"]}) for op in OPS}
         varies = any(len(s) > 1 for s in spread.values())
         over = any(r[op]["excess"] > 0 for r in by["default"] for op in OPS)
-        if exact.get("quiet") and over:
+        if "quiet" not in exact:
+            lines.append(f"{case}: no quiet launch ran (see the preflight)")
+        elif exact["quiet"] and over:
             lines.append(f"{case}: quiet launches equal the trace exactly (no conflict); default "
                          f"launches exceed it{' by varying amounts' if varies else ''}: "
                          "CONTENTION (the addresses need what the trace counts)")
-        elif exact.get("quiet"):
+        elif exact["quiet"]:
             lines.append(f"{case}: every variant equals the trace: nothing to explain today")
         else:
             lines.append(f"{case}: quiet launches still differ from the trace: NOT (only) "
