@@ -86,6 +86,12 @@ HOOKS = [
      "        ld_c_line(c_lines[chunk % 2][q], C, tile_row + 4 * q + lane / 8, col, M, N);\n"
      "    }\n"
      "    if (!EXPLORE_OWN_COPIES_DONE && chunk + 1 < BN / 64) {\n"),
+    # ... all four of them landed before its first st.shared ...
+    ("      st_shared_v4(staging + staging_offset(4 * q + lane / 8, lane % 8), "
+     "c_lines[chunk % 2][q]);\n",
+     "      st_shared_v4(staging + staging_offset(4 * q + lane / 8, lane % 8) +\n"
+     "                   explore_lines_landed(c_lines[chunk % 2], alpha),\n"
+     "                   c_lines[chunk % 2][q]);\n"),
     # ... and its stores of D done before the next chunk
     ("        st_global_v4(D + (uint64_t)row * N + col, v);\n      }\n    }\n",
      "        st_global_v4(D + (uint64_t)row * N + col, v);\n      }\n    }\n"
@@ -141,10 +147,13 @@ def operands(rng, M, N, K):
     return A, B, C, alpha, beta
 
 
-def launches(rng) -> list[dict]:
-    """Every case's launches, in order: {case, variant, level, launch}."""
+def launches(rng, kernels=None) -> list[dict]:
+    """Every case's launches (of ``kernels``: all by default), in order: {case, variant, level,
+    launch}."""
     out = []
     for name, (M, N, K) in CASES:
+        if kernels and name not in kernels:
+            continue
         A, B, C, alpha, beta = operands(rng, M, N, K)
         base = twin_launch(name, A, B, C, alpha, beta, label=f"{name} {M}x{N}x{K}",
                            accumulate="f32")
@@ -306,10 +315,11 @@ def main() -> None:
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=35)
+    p.add_argument("--kernels", nargs="*", help="only these cases' kernels (default: both)")
     a = p.parse_args()
     if a.child:
         return child(a.child)
-    items = launches(np.random.default_rng(a.seed))
+    items = launches(np.random.default_rng(a.seed), a.kernels)
     if a.compile_only:
         return compile_only(items)
     from tcsim.hw.ncu import profile

@@ -110,6 +110,18 @@ __device__ __forceinline__ void explore_c_box_landed(uint32_t c_full, int x) {
     mbarrier_wait(c_full + 8 * (x % STORE_BUFFERS), x / STORE_BUFFERS & 1);
 }
 #endif
+// kernel9: 0, computed from every word of the chunk's C lines, added to its first st.shared's
+// address: that store waits for all four loads, not only its own (alpha is never 12345).
+__device__ __forceinline__ uint32_t explore_lines_landed(const uint32_t (&lines)[4][4],
+                                                        float alpha) {
+  if (!EXPLORE_OWN_COPIES_DONE) return 0;
+  uint32_t x = 0;
+#pragma unroll
+  for (int q = 0; q < 4; q++)
+#pragma unroll
+    for (int i = 0; i < 4; i++) x ^= lines[q][i];
+  return EXPLORE_NEVER(alpha) ? x & 0x70u : 0u;
+}
 // kernel9: the warp's stores of D have reached the GPU's point of coherence before its next
 // shared access (its loads of C are not issued ahead: the patched loop loads each chunk's C
 // where it stores it to shared memory, which waits for it).
