@@ -141,10 +141,11 @@ OBSERVED = ("smsp__inst_executed_pipe_tma.sum", "l1tex__m_xbar2l1tex_read_sector
 # Compute's hardware counters then count more shared ld/st wavefronts than the addresses need,
 # a different number at each launch of the same kernel, mostly reported as bank conflicts. The
 # study that settled it (scripts/study_epilogue_contention.py,
-# docs/evidence/study_epilogue_contention_kernel9_kernel10.json, docs/kernels.md): with those
-# clients kept out of every warp's epilogue, kernel10 at 1024x2048x1024 counts exactly the
-# trace's 32,768 ld and 32,768 st wavefronts and no conflict in 3 of 3 launches; as it runs, 5
-# launches of the same inputs counted 44,296-47,673 ld wavefronts (6,076-9,428 "conflicts").
+# docs/evidence/study_epilogue_contention_kernel9_*.json, docs/kernels.md): with those clients
+# kept out of every warp's epilogue, kernel10 at 1024x2048x1024 and kernel9 at 512x1024x1024
+# count exactly the trace's wavefronts (32,768 and 16,384 each of ld and st) and no conflict,
+# 3 launches of 3 each; as kernel10 runs, 5 launches of the same inputs counted 44,296-47,673
+# ld wavefronts (6,076-9,428 of them "conflicts").
 # So the counters are compared as follows:
 # - exactly, every kernel: the wavefronts the addresses need, as ncu's SASS-derived counters
 #   count them (from each instruction's addresses, whatever runs beside it: `ADDRESSED`), and
