@@ -148,3 +148,35 @@ def probe_inputs(call: dict) -> dict[str, np.ndarray]:
     if call["op"] == "addmm":
         out["C"] = np.zeros((M, N), np.float32)
     return out
+
+
+def probe_operands(call: dict, get: Callable[[str], np.ndarray | None] | None = None
+                   ) -> Operands:
+    """The whole operands of a probe call (``gen: "np"``), rebuilt from its seed; with
+    ``get`` (the record's arrays), checked against the rows and columns it kept."""
+    host = probe_inputs(call)
+    dt = np.dtype(DTYPES[call["dtype"]])
+    A, B = host["A"].astype(dt), host["B"].astype(dt)
+    if get is not None:
+        for name, whole in (("A", A), ("B", B)):
+            kept = as_type(get(name), call["dtype"])
+            if not any(_contains(whole, kept, axis) for axis in (-2, -1)):
+                raise ValueError(f"probe {call}: the rebuilt {name} is not the GPU's")
+    uint = np.dtype(f"u{dt.itemsize}")
+    c = host.get("C")
+    return Operands(A.view(uint), B.view(uint), call["dtype"], c=c,
+                    alpha=call.get("alpha", 1.0), beta=call.get("beta", 1.0))
+
+
+def _contains(whole: np.ndarray, kept: np.ndarray, axis: int) -> bool:
+    """Whether ``kept`` is ``whole`` restricted to some of its indices along ``axis`` (the
+    record's spread of rows or columns), compared by bits."""
+    n, k = whole.shape[axis], kept.shape[axis]
+    if whole.shape[:axis % whole.ndim] != kept.shape[:axis % whole.ndim] or k > n:
+        return False
+    idx = np.arange(n) if k == n else np.unique(np.linspace(0, n - 1, k).round().astype(int))
+    if len(idx) != k:
+        return False
+    picked = np.take(whole, idx, axis=axis)
+    return picked.shape == kept.shape and np.array_equal(
+        picked.view(f"u{whole.itemsize}"), kept.view(f"u{kept.itemsize}"))
