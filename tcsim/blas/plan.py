@@ -25,7 +25,9 @@ REDUCTIONS = (
     "serial",  # each range adds its f32 result to the D the previous range stored, in turn
 )
 LANE_REDUCTIONS = (
-    "tree",  # lanes added pairwise, halving: lane i += lane i + L/2, ... (warp shuffles)
+    # lanes added pairwise, halving: lane i += lane i + P/2, ..., over P = the next power of
+    # two of the lane count, the lanes past it zeros (warp shuffles; a block's threads)
+    "tree",
     "in_order",  # lane 0 + lane 1 + ... in turn (one thread reading shared memory)
 )
 EPILOGUES = (
@@ -72,7 +74,8 @@ class Plan:
     to lane ``(k // lane_width) % lanes`` (``lane_width`` 0: ``ceil(len / lanes)``, one
     contiguous piece per lane); each lane is an FMA chain from zero over its elements in k
     order, and the lanes' sums are added as ``lane_reduction`` says (one of
-    `LANE_REDUCTIONS`).
+    `LANE_REDUCTIONS`; a "tree" of a lane count that is not a power of two runs over the next
+    power of two, the missing lanes zeros, as gemvNSP's 24 threads do).
     """
 
     engine: str
@@ -109,11 +112,9 @@ class Plan:
                 or isinstance(self.promotion, bool) or self.promotion < 1):
             raise PlanError(f"Plan.promotion is a positive int count of fp8 wgmma steps, or "
                             f"None; got {self.promotion!r}")
-        if (self.lanes > 1 and self.engine != "ffma") or (
-                self.lane_reduction == "tree" and self.lanes & (self.lanes - 1)):
-            raise PlanError(f"Plan.lanes is above 1 only for the 'ffma' engine, and a power "
-                            f"of two for a 'tree' reduction; got {self.lanes!r} "
-                            f"({self.engine!r}, {self.lane_reduction!r})")
+        if self.lanes > 1 and self.engine != "ffma":
+            raise PlanError(f"Plan.lanes is above 1 only for the 'ffma' engine; got "
+                            f"{self.lanes!r} ({self.engine!r})")
         if self.round_inputs not in (None, "tf32"):
             raise PlanError(f"Plan.round_inputs must be None or 'tf32'; got {self.round_inputs!r}")
         for name in ("instruction", "kernel", "source"):
@@ -222,6 +223,8 @@ def describe(plan: Plan, K: int | None = None) -> str:
         if plan.lanes > 1:
             how = ("pairwise, halving (warp shuffles)" if plan.lane_reduction == "tree"
                    else "in order")
+            if plan.lane_reduction == "tree" and plan.lanes & (plan.lanes - 1):
+                how += f" over {1 << (plan.lanes - 1).bit_length()} lanes, the missing ones zero"
             split = (f"element k to lane (k // {plan.lane_width}) % {plan.lanes}"
                      if plan.lane_width else "one contiguous piece of ceil(K / lanes) each")
             lines.append(f"lanes       {plan.lanes} threads share each output's K: {split}, "

@@ -118,7 +118,8 @@ def nearest(entries: list[Entry], key: CallKey) -> Entry:
     calls only on aligned rows); and where the nearest ran a kernel tcsim has no model of
     (dot_kernel, gemv2T) but one that tcsim models lies within `MODELLED_SLACK` of it, that
     one is taken: cuBLAS switches among its gemv kernels with the shape in ways the table
-    cannot place closely, and a modelled guess is right more often than a refusal."""
+    cannot place closely, and a modelled guess is right more often than a refusal. (Not for
+    the measured call itself: its kernel is known, and refused.)"""
     if 1 not in (key.M, key.N):
         return min(entries, key=lambda e: (key.distance(e.key), e.key.M, e.key.N, e.key.K))
     entries = gemv_pool(entries, key)
@@ -127,7 +128,7 @@ def nearest(entries: list[Entry], key: CallKey) -> Entry:
         return rule_distance(key, e.key), e.key.M, e.key.N, e.key.K
 
     best = min(entries, key=order)
-    if best.plan is None:
+    if best.plan is None and best.key != key:  # a measured call of no model is refused
         reach = order(best)[0] + MODELLED_SLACK
         modelled = [e for e in entries if e.plan is not None and order(e)[0] <= reach]
         best = min(modelled, key=order, default=best)
