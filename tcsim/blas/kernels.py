@@ -147,7 +147,8 @@ def gemv_facts(gemm: str, names: list[str], widened: str, partial: str, split: b
     orders): ``gemmSN_NN_kernel<float, T, L, ...>`` gives K to L threads in contiguous pieces
     and adds their sums in order, ``gemmSN_TN_kernel`` strided; ``gemvNSP_kernel<..., 1, T,
     4, ...>`` to the block's y threads in blocks of 4, added pairwise (`gemv_nsp_lanes`);
-    ``gemv2N_kernel`` runs one chain per output; ``internal::gemvx::kernel`` to the block's
+    ``gemv2N_kernel`` runs one chain per output, ``gemv2T_kernel_val`` 16 strided lanes in
+    chunks (`Plan.lane_chunk`); ``internal::gemvx::kernel`` to the block's
     K-threads (x when transposed, else y), in contiguous pieces or strided, added
     pairwise."""
     base = Plan("ffma", f"fma.rn.f32.{widened}", 1, partial=partial, kernel=gemm,
@@ -163,6 +164,13 @@ def gemv_facts(gemm: str, names: list[str], widened: str, partial: str, split: b
         lanes = gemv_nsp_lanes(ints[1], ints[2], block)
     elif "gemv2N_kernel" in gemm:
         lanes = ((1, 1, "tree"),)
+    elif "gemv2T_kernel" in gemm and len(ints) >= 2:
+        # <..., 128, 16, 4, 4, ...>: 16 strided lanes, each summing 32 of its elements at a time
+        # from zero into its running sum, the lanes added in order (measured: whole outputs
+        # of 7 order probes, float16 and bfloat16, 7105 x 1 x 2048 .. 5208, 1 x 7789 x 3898,
+        # and a split-K launch of S = grid z ranges of ceil(K / S))
+        base = base.with_(lane_chunk=32)
+        lanes = ((ints[1], 1, "in_order"),)
     elif "gemvx::kernel" in gemm:
         flags = re.findall(r"\b(true|false)\b", gemm.split("gemvx::kernel<", 1)[1])
         transposed = len(flags) >= 3 and flags[2] == "true"
