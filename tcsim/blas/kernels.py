@@ -157,8 +157,10 @@ def gemv_facts(gemm: str, names: list[str], widened: str, partial: str, split: b
     if "gemmSN_NN_kernel" in gemm and len(ints) >= 2:
         lanes = ((ints[1], 0, "in_order"),)
     elif "gemmSN_TN_kernel" in gemm and len(ints) >= 2:
-        # L strided lanes, added in order (measured: bf16 5 x 5199 x 144, 240 of 240 residues;
-        # long K keeps another order: 12 x 3 x 3638 is not explained)
+        # L strided lanes, each summing 16 of its elements at a time from zero into its running
+        # sum, added in order (measured: bf16 5 x 5199 x 144, 240 of 240 residues; whole
+        # outputs of bf16 12 x 3 x 900, 1800 and 3638, where the chunks show)
+        base = base.with_(lane_chunk=16)
         lanes = ((ints[1], 1, "in_order"), (ints[1], 0, "in_order"))
     elif "gemvNSP_kernel" in gemm and len(ints) >= 3:
         lanes = gemv_nsp_lanes(ints[1], ints[2], block)
