@@ -1,7 +1,7 @@
 """Identify cuBLAS's plan for every call of a sweep (scripts/blas_sweep.py) from its samples.
 
     python scripts/blas_identify.py SWEEP_DIR [SWEEP_DIR ...]
-        [--write plans.json] [--only INDEX,...] [--keep plans.json]
+        [--write plans.json] [--only INDEX,...] [--keep plans.json] [--add-to plans.json.gz]
 
 (gzip -9 plans.json into tcsim/blas/plans_h100.json.gz for the package.)
 
@@ -9,7 +9,9 @@ For each record: the candidate plans its kernel names allow, run on the sampled 
 columns; prints the plans that give the GPU's bits exactly, and with --write stores the
 table (one entry per call, with the identified plan and the versions measured with). With
 --keep, calls that table (json, or json.gz) explains keep their plan; only the others are
-identified again.
+identified again. With --add-to, the table written is that table's entries (those of the
+same call keys replaced: the new measurement wins) followed by these sweeps' (how --set open
+probes joined the table).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from tcsim.blas.identify import candidates, mismatches, search
 from tcsim.blas.kernels import split_hint
 from tcsim.blas.sweep import epilogue_kind, getter, input_type, load, operands
+from tcsim.blas.table import key_of_sweep_call
 
 
 def main() -> None:
@@ -31,12 +34,12 @@ def main() -> None:
     p.add_argument("--write")
     p.add_argument("--only", default="")
     p.add_argument("--keep")
+    p.add_argument("--add-to")
     args = p.parse_args()
     kept = {}
     if args.keep:
-        raw = open(args.keep, "rb").read()
-        data = json.loads(gzip.decompress(raw) if args.keep.endswith(".gz") else raw)
-        kept = {json.dumps(e["call"], sort_keys=True): e for e in data["entries"] if "plan" in e}
+        kept = {json.dumps(e["call"], sort_keys=True): e for e in read_table(args.keep)["entries"]
+                if "plan" in e}
     only = {int(x) for x in args.only.split(",") if x}
     table, explained, total, versions = [], 0, 0, None
     for sweep in args.sweep:
@@ -47,11 +50,23 @@ def main() -> None:
         explained_here, total_here = identify_sweep(meta, parts, only, table, kept)
         explained, total = explained + explained_here, total + total_here
     print(f"explained {explained} of {total}", file=sys.stderr)
+    if args.add_to:
+        old = read_table(args.add_to)
+        if old["versions"] != versions:
+            sys.exit(f"{args.add_to} was measured with {old['versions']}, not {versions}")
+        new = {key_of_sweep_call(e["call"]) for e in table}
+        table = [e for e in old["entries"] if key_of_sweep_call(e["call"]) not in new] + table
     if args.write:
         with open(args.write, "w") as f:  # one entry a line: diffs stay readable
             f.write('{"versions": ' + json.dumps(versions) + ',\n "entries": [\n')
             f.write(",\n".join(json.dumps(e) for e in table))
             f.write("\n]}\n")
+
+
+def read_table(path: str) -> dict:
+    """A plan table (json, or json.gz as the package keeps it)."""
+    raw = open(path, "rb").read()
+    return json.loads(gzip.decompress(raw) if path.endswith(".gz") else raw)
 
 
 def identify_sweep(meta, parts, only, table, kept=None) -> tuple[int, int]:

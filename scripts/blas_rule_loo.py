@@ -1,7 +1,7 @@
 """How often the plan table's rule for unmeasured shapes is right: leave each measured call
 out of the table in turn, predict its plan from the rest, and compare with its own.
 
-    PYTHONPATH=. python scripts/blas_rule_loo.py [--twins] [--misses N]
+    PYTHONPATH=. python scripts/blas_rule_loo.py [--twins] [--misses N] [--refuse-within D]
 
 A prediction is right when the plan computes as the call's own does (every field but the
 kernel's name and the source), or
@@ -10,6 +10,10 @@ key (an order probe and a sweep call of one shape) are left out together. Prints
 over all calls and for the gemv class (M or N of 1), and how the misses differ from the
 call's own plan: another kernel of the same family, another family, the same kernel with
 another split count, or other fields.
+
+--refuse-within D tries a stricter rule: refuse (count as "refused") a call whose nearest
+neighbour has a measured call of another kernel family within D of the nearest's distance
+(docs/blas.md, "Left out one", gives what it buys).
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ import json
 import re
 
 from tcsim.blas.plan import Plan
-from tcsim.blas.table import Table, UnsupportedCallError, key_of_sweep_call, table
+from tcsim.blas.table import (
+    Table,
+    UnsupportedCallError,
+    gemv_pool,
+    key_of_sweep_call,
+    nearest,
+    rule_distance,
+    table,
+)
 
 FAMILIES = ("cutlass_75_wmma", "cutlass_75_tensorop", "cutlass_80_tensorop", "cutlass_80_simt",
             "sm80_xmma", "sm90_xmma", "nvjet", "gemvx", "gemvNSP", "gemv2N", "gemv2T",
@@ -30,6 +42,20 @@ FAMILIES = ("cutlass_75_wmma", "cutlass_75_tensorop", "cutlass_80_tensorop", "cu
 def family(kernel: str) -> str:
     return next((f for f in FAMILIES if f in kernel), re.sub(r"\W.*", "", kernel)[:24])
 
+
+
+def near_a_family_boundary(t: Table, key, within: float) -> bool:
+    """Whether a measured call of another kernel family than the rule's neighbour lies within
+    ``within`` of the neighbour's distance from ``key``."""
+    pool = gemv_pool([e for e in t.entries if e.key.cls == key.cls], key)
+    if not pool:
+        return False
+    best = nearest(pool, key)
+    reach = rule_distance(key, best.key) + within
+    return any(family(e.kernels[-1] if "at::native::" in e.kernels[0] else e.kernels[0])
+               != family(best.kernels[-1] if "at::native::" in best.kernels[0]
+                         else best.kernels[0])
+               and rule_distance(key, e.key) <= reach for e in pool)
 
 
 def shape(key) -> tuple:
@@ -76,6 +102,8 @@ def main() -> None:
                    help="hardware-test logs (tests/hw/test_blas_hw.py): also count their "
                         "held-out calls whose rule plan has the GPU's kernel family")
     p.add_argument("--misses", type=int, default=0, help="print this many misses")
+    p.add_argument("--refuse-within", type=float, default=None,
+                   help="refuse calls whose neighbour has another kernel family this near")
     args = p.parse_args()
     t = table()
     first = {}
@@ -96,6 +124,9 @@ def main() -> None:
         try:
             got = rest.choose(key)[0]
         except UnsupportedCallError:
+            got = None
+        if args.refuse_within is not None and near_a_family_boundary(rest, key,
+                                                                     args.refuse_within):
             got = None
         if own.plan is None:
             cause = "right" if got is None else "answered a call tcsim has no model of"

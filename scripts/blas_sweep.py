@@ -1,13 +1,18 @@
 """Measure cuBLAS's plans on the GPU: for each call, the kernels torch ran, their launch grids,
 and sampled output bits with the inputs that produced them.
 
-    python scripts/blas_sweep.py OUT_DIR [--only PREFIX] [--limit N]
+    python scripts/blas_sweep.py OUT_DIR [--only PREFIX] [--limit N] [--set SET]
 
 Writes OUT_DIR/blas_sweep.json (one record per call: op, shapes, dtypes, flags, kernels with
 grid and block, the versions of torch, CUDA and cuBLAS, the sampled rows and columns) and
 OUT_DIR/blas_sweep_N.npz (the sampled inputs and output bits, record by record). The plans
 in tcsim/blas are identified from these samples on the CPU (`tcsim.blas.identify`), since an
 output element depends only on its row of A, its column of B and the plan.
+
+With ``--set open`` (the kernels tcsim has no order for yet) the inputs are drawn on the CPU
+from each call's seed (`tcsim.blas.sweep.probe_inputs`, so the CPU rebuilds every element and
+the record holds their SHA-256 to check it), and each record keeps the whole output (``D``, or
+``Dfull`` beside a sampled ``D``) with every row of A and column of B that fits in about 1 MB.
 
 torch is needed here and only here: tcsim does not depend on it.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import hashlib
 import json
 import os
 import sys
@@ -25,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 SAMPLES = 6  # rows and columns sampled per call
+WHOLE_BYTES = 512 << 10  # --set open: every row of A (column of B) kept up to this size
+WIDE = 32  # --set open: rows of A (columns of B) kept beyond it
 
 
 def random_shapes(seed: int, count: int, largest: int = 8192, volume: int = 1 << 34,
@@ -138,6 +146,61 @@ def order_shapes() -> list[dict]:
     return calls
 
 
+def open_shapes() -> list[dict]:
+    """Order probes for the kernels the plan table measured but cannot explain (docs/blas.md,
+    "not covered yet"), each with neighbours that may run the same kernel; inputs from
+    `tcsim.blas.sweep.probe_inputs` (``gen: "np"``), whole outputs kept."""
+    calls: list[dict] = []
+
+    def add(op, dtype, M, N, K, cancel=True, **kw):
+        call = dict(op=op, dtype=dtype, M=M, N=N, K=K, cancel=cancel, gen="np",
+                    seed=20261125 + len(calls), **kw)
+        if dtype == "float32":
+            call.setdefault("tf32", False)
+        calls.append(call)
+
+    # gemvNSP_kernel<float, ..., 1, 16, 4, ...>: hardware run 3's bmm float32 1 x 688 x 360,
+    # batch 3 (grid [22, 1, 3]), random and cancelling, and neighbours.
+    add("bmm", "float32", 1, 688, 360, cancel=False, batch=3)
+    for n, k, b in ((688, 360, 3), (688, 360, 2), (688, 180, 3), (688, 720, 3), (344, 360, 3),
+                    (1376, 360, 3), (500, 360, 3), (256, 360, 3), (688, 100, 3),
+                    (688, 536, 3), (1000, 360, 3), (688, 360, 8)):
+        add("bmm", "float32", 1, n, k, batch=b)
+    for n, k in ((688, 360), (344, 360), (688, 180)):
+        add("matmul", "float32", 1, n, k)
+    # gemv2T_kernel_val: a long matrix times one column, and one row times a long B^T.
+    for dtype in ("float16", "bfloat16"):
+        add("matmul", dtype, 7105, 1, 5208)
+        add("matmul", dtype, 1, 7789, 3898, layout="NT")
+    for m, k in ((4096, 4096), (2048, 5208), (7105, 2048), (3000, 3000)):
+        add("matmul", "float16", m, 1, k)
+    add("addmm", "bfloat16", 2503, 1, 5741, beta=1.0, alpha=1.0)  # + splitKreduce, grid z 4
+    add("matmul", "bfloat16", 2503, 1, 5741)
+    # gemmSN_TN_kernel with a long K (linear, a handful of outputs).
+    for dtype, (m, n, k) in (("bfloat16", (12, 3, 3638)), ("float16", (12, 3, 3638)),
+                             ("bfloat16", (12, 3, 900)), ("bfloat16", (12, 3, 1800)),
+                             ("bfloat16", (12, 3, 6000)), ("bfloat16", (12, 24, 2000)),
+                             ("bfloat16", (9, 2, 3000)), ("bfloat16", (12, 24, 610))):
+        add("linear", dtype, m, n, k, bias=False)
+    # gemvx with a split-K reduction (one row times a matrix, a long K).
+    for dtype, (n, k) in (("float16", (1893, 6360)), ("bfloat16", (1893, 6360)),
+                          ("bfloat16", (1893, 4096)), ("float16", (1000, 8000)),
+                          ("float16", (3000, 5000)), ("float32", (1893, 6360))):
+        add("matmul", dtype, 1, n, k)
+    # dot_kernel + reduce_1Block_kernel (float32, one row or column, a long K), and the
+    # float16/bfloat16 calls of it whose order random samples could not pin.
+    for m, n, k in ((1, 17, 1614), (20, 1, 1229), (1, 17, 3000), (20, 1, 2500), (8, 1, 1229),
+                    (1, 4, 6413), (1, 1, 5014), (3, 1, 800)):
+        add("matmul", "float32", m, n, k)
+    add("matmul", "float16", 4, 1, 2566)
+    add("matmul", "float16", 1, 4, 6413)
+    add("linear", "bfloat16", 5, 1, 1625, bias=False)
+    # sm80_xmma FFMA split-K without a second launch (grid z = 176).
+    for m, n, k in ((5, 91, 4228), (5, 91, 2000), (8, 91, 4228)):
+        add("matmul", "float32", m, n, k)
+    return calls
+
+
 def shapes() -> list[dict]:
     """The first sweep's calls: every op and dtype, tiny to large, skinny, odd, misaligned,
     batched."""
@@ -201,6 +264,20 @@ def shapes() -> list[dict]:
     return calls
 
 
+def kept_slices(call: dict) -> tuple[np.ndarray, np.ndarray]:
+    """--set open: the rows of A and columns of B a record keeps (all that fit in
+    WHOLE_BYTES, else WIDE spread over the matrix)."""
+    size = (call.get("batch", 1) if call["op"] == "bmm" else 1) * call["K"] * (
+        4 if call["dtype"] == "float32" else 2)
+
+    def spread(n):
+        if n * size <= WHOLE_BYTES:
+            return np.arange(n)
+        return np.unique(np.linspace(0, n - 1, WIDE).round().astype(int))
+
+    return spread(call["M"]), spread(call["N"])
+
+
 def fp8_dtype(torch, name):
     return {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}[name]
 
@@ -227,6 +304,8 @@ def cancelling(torch, gen, batch, M, N, K, dtype):
 def run_call(torch, call, gen):
     """Draw one call's inputs; returns (inputs dict, the call as a function of nothing)."""
     op, M, N, K = call["op"], call["M"], call["N"], call["K"]
+    if call.get("gen") == "np":
+        return probe_call(torch, call)
     if call.get("cancel"):
         dtype = getattr(torch, call["dtype"])
         layout = "NT" if op == "linear" else call.get("layout", "NN")
@@ -287,6 +366,30 @@ def run_call(torch, call, gen):
     raise ValueError(op)
 
 
+def probe_call(torch, call):
+    """A ``gen: "np"`` call: inputs from `tcsim.blas.sweep.probe_inputs`, laid out as the
+    call's layout says."""
+    from tcsim.blas.sweep import probe_inputs
+
+    dtype = getattr(torch, call["dtype"])
+    host = probe_inputs(call)
+    a = torch.from_numpy(host["A"]).cuda().to(dtype)
+    b = torch.from_numpy(host["B"]).cuda().to(dtype)
+    layout = "NT" if call["op"] == "linear" else call.get("layout", "NN")
+    if layout[0] == "T":
+        a = a.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if layout[1] == "T":
+        b = b.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if call["op"] == "linear":
+        w = b.transpose(-1, -2)
+        return dict(A=a, B=b), lambda: torch.nn.functional.linear(a, w)
+    if call["op"] == "addmm":
+        c = torch.from_numpy(host["C"]).cuda().to(dtype)
+        return dict(A=a, B=b, C=c), lambda: torch.addmm(c, a, b, beta=call["beta"],
+                                                         alpha=call["alpha"])
+    return dict(A=a, B=b), lambda: torch.matmul(a, b)
+
+
 def flags(torch, call):
     m = torch.backends.cuda.matmul
     m.allow_tf32 = bool(call.get("tf32", False))
@@ -341,7 +444,8 @@ def main() -> None:
     p.add_argument("out")
     p.add_argument("--only", default="")
     p.add_argument("--limit", type=int, default=0)
-    p.add_argument("--set", choices=("first", "table", "f32", "orders"), default="first")
+    p.add_argument("--set", choices=("first", "table", "f32", "orders", "open"),
+                   default="first")
     p.add_argument("--samples", type=int, default=SAMPLES)
     p.add_argument("--seed", type=int, default=1, help="the table set's random shapes")
     p.add_argument("--scale", type=int, default=1, help="the table set's calls, times this")
@@ -349,7 +453,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     calls = {"first": shapes, "table": lambda: table_shapes(args.seed, args.scale),
-             "f32": lambda: f32_shapes(args.seed, args.scale), "orders": order_shapes}[args.set]()
+             "f32": lambda: f32_shapes(args.seed, args.scale), "orders": order_shapes,
+             "open": open_shapes}[args.set]()
     calls = [c for c in calls if json.dumps(c).find(args.only) >= 0 or not args.only]
     if args.limit:
         calls = calls[:args.limit]
@@ -376,16 +481,27 @@ def main() -> None:
             records.append(rec)
             print(i, call, "ERROR", rec["error"][:200], flush=True)
             continue
-        rows = np.unique(np.linspace(0, call["M"] - 1, args.samples).round().astype(int))
-        cols = np.unique(np.linspace(0, call["N"] - 1, args.samples).round().astype(int))
+        whole = call.get("gen") == "np"
+        if whole:
+            rows, cols = kept_slices(call)
+        else:
+            rows = np.unique(np.linspace(0, call["M"] - 1, args.samples).round().astype(int))
+            cols = np.unique(np.linspace(0, call["N"] - 1, args.samples).round().astype(int))
         rec["rows"], rec["cols"] = rows.tolist(), cols.tolist()
         rec["out_dtype"] = str(d.dtype)
         rec["out_strides"] = list(d.stride())
         rt, ct = torch.as_tensor(rows, device="cuda"), torch.as_tensor(cols, device="cuda")
-        batches = [0, d.shape[0] - 1] if d.dim() == 3 else None
+        batches = list(range(d.shape[0])) if d.dim() == 3 else None
+        if batches and not whole:
+            batches = [0, d.shape[0] - 1]
         if batches:
             rec["batches"] = batches
         key = f"r{i}"
+        if whole:
+            rec["sha256"] = {name: hashlib.sha256(to_numpy(t).tobytes()).hexdigest()
+                             for name, t in inputs.items() if t is not None}
+            if len(rows) < call["M"] or len(cols) < call["N"]:
+                arrays[key + "_Dfull"] = to_numpy(d)
 
         def pick(t, r=None, c=None, batches=batches):
             if t is None:
@@ -418,13 +534,16 @@ def main() -> None:
         records.append(rec)
         arrays = {k: v for k, v in arrays.items() if v is not None}
         print(i, call, [(k["name"][:70], k["grid"]) for k in rec["kernels"]], flush=True)
-        if sum(v.nbytes for v in arrays.values()) > 12 << 20:
+        if sum(v.nbytes for v in arrays.values()) > (64 if whole else 12) << 20:
             np.savez_compressed(out / f"blas_sweep_{part}.npz", **arrays)
             arrays, part = {}, part + 1
     if arrays:
         np.savez_compressed(out / f"blas_sweep_{part}.npz", **arrays)
     json.dump(dict(versions=meta, records=records), open(out / "blas_sweep.json", "w"),
               indent=1)
+    with open(out / "blas_sweep.jsonl", "w") as f:  # the same records, a line each
+        for rec in records:
+            f.write(json.dumps(rec) + "\n")
     print("calls", len(records), "errors", sum("error" in r for r in records), file=sys.stderr)
 
 

@@ -2,6 +2,7 @@
 
     python scripts/blas_test_data.py OUT.npz --sweep DIR [DIR ...] --dump DIR [DIR ...]
         [--orders DIR --plans PLANS.json] [--pick DIR:INDEX,...] [--append OLD.npz]
+    python scripts/blas_test_data.py OUT.npz --probes DIR --plans PLANS.json [--skip NAME,...]
 
 Two kinds of records, each with the call as the GPU ran it (its shape picks the plan):
 - from sweeps (scripts/blas_sweep.py): the sampled rows of A, columns of B and output bits, for
@@ -15,6 +16,11 @@ Two kinds of records, each with the call as the GPU ran it (its shape picks the 
 - picked records of whole-output sweeps (--pick), their first rows and columns: calls whose
   order a whole output settled (batched sm90_xmma, a bias after bf16 partials).
 --append keeps an earlier file's records and adds these.
+
+--probes writes a file of its own (tests/blas/gpu_open_outputs.npz): the whole outputs of a
+``--set open`` sweep, whose inputs the CPU rebuilds from each call's seed
+(`tcsim.blas.sweep.probe_operands`), with each call's kernels, launch and identified plan
+(or why none explains it); --skip leaves out calls of kernels whose name has NAME.
 """
 
 from __future__ import annotations
@@ -131,6 +137,31 @@ def picked_records(spec: str, rows: int = 8, cols: int = 16):
     return out
 
 
+def probe_records(folder, plans_path, skip=()):
+    """Whole outputs of a --set open sweep with their plans (see the module doc)."""
+    meta, parts = load(Path(folder))
+    plans = {json.dumps(e["call"], sort_keys=True): e for e in
+             json.load(open(plans_path))["entries"]}
+    out = []
+    for rec in meta["records"]:
+        names = [k["name"] for k in rec.get("kernels", [])]
+        if "error" in rec or any(word in names[0] for word in skip):
+            continue
+        entry = plans[json.dumps(rec["call"], sort_keys=True)]
+        arrays = parts[rec["part"]]
+        key = f"r{rec['index']}_"
+        D = arrays[key + "Dfull"] if key + "Dfull" in arrays.files else arrays[key + "D"]
+        gemm = next(k for k in rec["kernels"] if "at::native::" not in k["name"])
+        call = dict(rec["call"], kernels=names, grids=[k["grid"] for k in rec["kernels"]],
+                    block=gemm["block"])
+        if "plan" in entry:
+            call["plan"] = entry["plan"]
+        else:
+            call["unexplained"] = entry["unexplained"]
+        out.append((call, {"D": D}))
+    return out
+
+
 def _restrict(call, args, D, rows, cols):
     """The sweep's array names for a dumped call restricted to ``rows`` and ``cols``."""
     r, c = rows, cols
@@ -164,17 +195,21 @@ def main() -> None:
     p.add_argument("--plans")
     p.add_argument("--append")
     p.add_argument("--pick", nargs="*", default=[])
+    p.add_argument("--probes")
+    p.add_argument("--skip", default="")
     args = p.parse_args()
     rng = np.random.default_rng(20261125)
     records = []
-    if args.append:
+    if args.probes:
+        records = probe_records(args.probes, args.plans, [w for w in args.skip.split(",") if w])
+    elif args.append:
         old = np.load(args.append)
         for i, call in enumerate(json.loads(str(old["calls"]))):
             key = f"r{i}_"
             records.append((call, {k[len(key):]: old[k] for k in old.files
                                    if k.startswith(key)}))
     records += sweep_records(args.sweep, args.per_kind, rng) + dump_records(args.dump)
-    if args.orders:
+    if args.orders and not args.probes:
         records += order_records(args.orders, args.plans)
     for spec in args.pick:
         records += picked_records(spec)

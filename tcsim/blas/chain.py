@@ -244,7 +244,7 @@ def _ffma_steps(plan: Plan, A, B, slots, init) -> np.ndarray:
     acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
     if init is not None:
         acc = np.broadcast_to(init, acc.shape).astype(np.float32)
-    if plan.lanes == 1:
+    if plan.lanes == 1 and not plan.lane_chunk:
         for k in slots:  # one-product steps: never padded
             acc = fma_f32(a[:, k, None], b[None, k, :], acc)
         return acc
@@ -254,11 +254,15 @@ def _ffma_steps(plan: Plan, A, B, slots, init) -> np.ndarray:
 def _ffma_lanes(plan: Plan, a, b, slots, start) -> np.ndarray:
     """`_ffma_steps` for kernels whose ``plan.lanes`` threads share each output's K: slot i
     goes to lane (i // lane_width) % lanes (width 0: ceil(slots / lanes)), each lane an FMA
-    chain from zero (lane 0 from ``start``), then the lanes' sums are added as
-    ``plan.lane_reduction`` says."""
+    chain from zero (lane 0 from ``start``; with ``plan.lane_chunk``, a chain from zero over
+    each chunk of the lane's elements, added to the lane's sum), then the lanes' sums are
+    added as ``plan.lane_reduction`` says."""
     L, w = plan.lanes, plan.lane_width or max(1, -(-len(slots) // plan.lanes))
     acc = np.zeros(start.shape + (L,), np.float32)
     acc[..., 0] = start
+    chunk = plan.lane_chunk
+    part = np.zeros_like(acc) if chunk else acc  # the chunk's chain (the lane's, without)
+    pending = np.zeros(L, bool)  # lanes whose chunk holds elements not yet added
     lane_start = np.arange(L) * w
     for r in range(0, len(slots), L * w):
         for v in range(w):
@@ -267,15 +271,30 @@ def _ffma_lanes(plan: Plan, a, b, slots, start) -> np.ndarray:
             if not live.any():
                 break
             k = slots[idx[live]]
-            acc[..., live] = fma_f32(a[:, k][:, None, :], b[k].T[None], acc[..., live])
+            part[..., live] = fma_f32(a[:, k][:, None, :], b[k].T[None], part[..., live])
+            if chunk:
+                pending |= live
+                # the lane's element count: (r // (L * w)) * w + v + 1
+                if ((r // (L * w)) * w + v + 1) % chunk == 0:
+                    acc[..., pending] = np.add(acc[..., pending], part[..., pending],
+                                               dtype=np.float32)
+                    part[..., pending] = 0
+                    pending[:] = False
+    if chunk and pending.any():
+        acc[..., pending] = np.add(acc[..., pending], part[..., pending], dtype=np.float32)
     if plan.lane_reduction == "in_order":
         total = acc[..., 0]
         for lane in range(1, L):
             total = np.add(total, acc[..., lane], dtype=np.float32)
         return total
-    while L > 1:  # "tree": pairwise, halving, as warp shuffles add
-        L //= 2
-        acc = np.add(acc[..., :L], acc[..., L:2 * L], dtype=np.float32)
+    # "tree": pairwise, halving, as warp shuffles add; over the next power of two of the lane
+    # count, the lanes past it +0 (gemvNSP<float, ..., 1, 16, 4>'s 24 threads: measured).
+    P = 1 << (L - 1).bit_length()
+    if P != L:
+        acc = np.concatenate([acc, np.zeros(acc.shape[:-1] + (P - L,), np.float32)], -1)
+    while P > 1:
+        P //= 2
+        acc = np.add(acc[..., :P], acc[..., P:2 * P], dtype=np.float32)
     return acc[..., 0]
 
 

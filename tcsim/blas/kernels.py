@@ -145,28 +145,44 @@ def gemv_facts(gemm: str, names: list[str], widened: str, partial: str, split: b
     Measured on the H100 with inputs whose products cancel in pairs (the output is the
     rounding residue, which tells orders of addition apart; scripts/blas_sweep.py --set
     orders): ``gemmSN_NN_kernel<float, T, L, ...>`` gives K to L threads in contiguous pieces
-    and adds their sums in order, ``gemmSN_TN_kernel`` strided; ``gemvNSP_kernel<..., 1, 32,
-    4, ...>`` to 32 lanes in blocks of 4, added pairwise (warp shuffles); ``gemv2N_kernel``
-    runs one chain per output; ``internal::gemvx::kernel`` to the block's K-threads (x when
-    transposed, else y), in contiguous pieces or strided, added pairwise."""
+    and adds their sums in order, ``gemmSN_TN_kernel`` strided; ``gemvNSP_kernel<..., 1, T,
+    4, ...>`` to the block's y threads in blocks of 4, added pairwise (`gemv_nsp_lanes`);
+    ``gemv2N_kernel`` runs one chain per output, ``gemv2T_kernel_val`` 16 strided lanes in
+    chunks (`Plan.lane_chunk`); ``internal::gemvx::kernel`` to the block's
+    K-threads (x when transposed, else y), in contiguous pieces or strided, added
+    pairwise."""
     base = Plan("ffma", f"fma.rn.f32.{widened}", 1, partial=partial, kernel=gemm,
                 split_align=1)
     ints = [int(x) for x in _TEMPLATE_INTS.findall(gemm.split(">(", 1)[0])]
     if "gemmSN_NN_kernel" in gemm and len(ints) >= 2:
         lanes = ((ints[1], 0, "in_order"),)
     elif "gemmSN_TN_kernel" in gemm and len(ints) >= 2:
-        # L strided lanes, added in order (measured: bf16 5 x 5199 x 144, 240 of 240 residues;
-        # long K keeps another order: 12 x 3 x 3638 is not explained)
+        # L strided lanes, each summing 16 of its elements at a time from zero into its running
+        # sum, added in order (measured: bf16 5 x 5199 x 144, 240 of 240 residues; whole
+        # outputs of bf16 12 x 3 x 900, 1800 and 3638, where the chunks show)
+        base = base.with_(lane_chunk=16)
         lanes = ((ints[1], 1, "in_order"), (ints[1], 0, "in_order"))
     elif "gemvNSP_kernel" in gemm and len(ints) >= 3:
-        lanes = gemv_nsp_lanes(ints[1], ints[2])
+        lanes = gemv_nsp_lanes(ints[1], ints[2], block)
     elif "gemv2N_kernel" in gemm:
         lanes = ((1, 1, "tree"),)
+    elif "gemv2T_kernel" in gemm and len(ints) >= 2:
+        # <..., 128, 16, 4, 4, ...>: 16 strided lanes, each summing 32 of its elements at a time
+        # from zero into its running sum, the lanes added in order (measured: whole outputs
+        # of 7 order probes, float16 and bfloat16, 7105 x 1 x 2048 .. 5208, 1 x 7789 x 3898,
+        # and a split-K launch of S = grid z ranges of ceil(K / S))
+        base = base.with_(lane_chunk=32)
+        lanes = ((ints[1], 1, "in_order"),)
     elif "gemvx::kernel" in gemm:
         flags = re.findall(r"\b(true|false)\b", gemm.split("gemvx::kernel<", 1)[1])
         transposed = len(flags) >= 3 and flags[2] == "true"
         if block is not None:
-            counts = (block[0] if transposed or flags[:1] == ["true"] else block[1],)
+            # The K-threads are x for a transposed matrix or the first flag set, else y;
+            # not always (a split-K launch, first flag set, blocks [64, 2]: y's 2 threads in
+            # blocks of 64, measured on float16 and bfloat16 1 x 1893 x 6360 probes), so the
+            # other count is tried next.
+            first = block[0] if transposed or flags[:1] == ["true"] else block[1]
+            counts = tuple(dict.fromkeys((first, block[1] if first == block[0] else block[0])))
         else:
             counts = (32, 16, 8, 2, 4, 64, 128)
         lanes = tuple((n, w, r) for n in counts for r in ("tree", "in_order")
@@ -176,18 +192,21 @@ def gemv_facts(gemm: str, names: list[str], widened: str, partial: str, split: b
     return KernelFacts(base, (1,), split, ("in_order",), lanes=lanes)
 
 
-def gemv_nsp_lanes(threads: int, width: int) -> tuple[tuple[int, int, str], ...]:
+def gemv_nsp_lanes(threads: int, width: int, block: tuple[int, ...] | None = None
+                   ) -> tuple[tuple[int, int, str], ...]:
     """Lane layouts of ``gemvNSP_kernel<..., 1, threads, width, ...>``, the likeliest first.
 
-    Measured (order probes, 6 of 6): <1, 32, 4> gives K to 32 lanes in blocks of 4, added
-    pairwise. <1, 16, 4> (float32, seen once on the H100: bmm 1 x 688 x 360, batch 3) is not
-    16 lanes in blocks of 4 added pairwise (its output was not explained so); until an
-    output of it settles the order, identification also tries each thread keeping one
-    accumulator per element of its block (threads x width lanes of one element), the lanes
-    added in order, one contiguous piece each, and 32 threads."""
-    first = ((threads, width, "tree"), (threads * width, 1, "tree"), (threads, width, "in_order"),
-             (threads, 1, "tree"), (threads, 0, "tree"), (threads * width, 1, "in_order"),
-             (32, width, "tree"), (2 * threads, width, "tree"))
+    Measured (order probes): the block's y threads share K in blocks of ``width`` (block b
+    to lane b % y), FMA chains, the lanes added pairwise over the next power of two (the
+    missing lanes zero). <1, 32, 4> ran blocks [8 or 24, 32] (6 of 6 probes); <1, 16, 4>
+    (float32) ran [32, 24]: 24 lanes, not the template's 16 (11 of 11 float32 probes, whole
+    outputs, e.g. bmm 1 x 688 x 360, batch 3). Without the block: the template's count, then
+    24, then the layouts tried before the block settled it."""
+    first = ((block[1], width, "tree"),) if block is not None and len(block) > 1 and (
+        block[1] > 1) else ()
+    first += ((threads, width, "tree"), (24, width, "tree"), (threads * width, 1, "tree"),
+              (threads, width, "in_order"), (threads, 1, "tree"), (threads, 0, "tree"),
+              (32, width, "tree"))
     return tuple(dict.fromkeys(first))
 
 

@@ -25,7 +25,9 @@ REDUCTIONS = (
     "serial",  # each range adds its f32 result to the D the previous range stored, in turn
 )
 LANE_REDUCTIONS = (
-    "tree",  # lanes added pairwise, halving: lane i += lane i + L/2, ... (warp shuffles)
+    # lanes added pairwise, halving: lane i += lane i + P/2, ..., over P = the next power of
+    # two of the lane count, the lanes past it zeros (warp shuffles; a block's threads)
+    "tree",
     "in_order",  # lane 0 + lane 1 + ... in turn (one thread reading shared memory)
 )
 EPILOGUES = (
@@ -72,7 +74,10 @@ class Plan:
     to lane ``(k // lane_width) % lanes`` (``lane_width`` 0: ``ceil(len / lanes)``, one
     contiguous piece per lane); each lane is an FMA chain from zero over its elements in k
     order, and the lanes' sums are added as ``lane_reduction`` says (one of
-    `LANE_REDUCTIONS`).
+    `LANE_REDUCTIONS`; a "tree" of a lane count that is not a power of two runs over the next
+    power of two, the missing lanes zeros, as gemvNSP's 24 threads do). ``lane_chunk`` (0: one
+    chain per lane): each lane's chain starts again from zero every ``lane_chunk`` of its
+    elements, and each such sum is added in f32 to the lane's running sum (gemv2T).
     """
 
     engine: str
@@ -91,6 +96,7 @@ class Plan:
     lanes: int = 1
     lane_width: int = 1
     lane_reduction: str = "tree"
+    lane_chunk: int = 0
 
     def __post_init__(self) -> None:
         for name, allowed in (("engine", ENGINES), ("order", ORDERS), ("partial", PARTIALS),
@@ -100,7 +106,7 @@ class Plan:
                 raise PlanError(f"Plan.{name} must be one of {', '.join(allowed)}; "
                                 f"got {getattr(self, name)!r}")
         for name, low in (("k_tile", 1), ("splits", 1), ("split_align", 0), ("lanes", 1),
-                          ("lane_width", 0)):
+                          ("lane_width", 0), ("lane_chunk", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise PlanError(f"Plan.{name} must be an int >= {low}; got {value!r}")
@@ -109,11 +115,9 @@ class Plan:
                 or isinstance(self.promotion, bool) or self.promotion < 1):
             raise PlanError(f"Plan.promotion is a positive int count of fp8 wgmma steps, or "
                             f"None; got {self.promotion!r}")
-        if (self.lanes > 1 and self.engine != "ffma") or (
-                self.lane_reduction == "tree" and self.lanes & (self.lanes - 1)):
-            raise PlanError(f"Plan.lanes is above 1 only for the 'ffma' engine, and a power "
-                            f"of two for a 'tree' reduction; got {self.lanes!r} "
-                            f"({self.engine!r}, {self.lane_reduction!r})")
+        if (self.lanes > 1 or self.lane_chunk) and self.engine != "ffma":
+            raise PlanError(f"Plan.lanes above 1 and Plan.lane_chunk are for the 'ffma' engine "
+                            f"only; got {self.lanes!r} and {self.lane_chunk!r} ({self.engine!r})")
         if self.round_inputs not in (None, "tf32"):
             raise PlanError(f"Plan.round_inputs must be None or 'tf32'; got {self.round_inputs!r}")
         for name in ("instruction", "kernel", "source"):
@@ -196,7 +200,7 @@ class Plan:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        defaults = {"lanes": 1, "lane_width": 1, "lane_reduction": "tree"}
+        defaults = {"lanes": 1, "lane_width": 1, "lane_reduction": "tree", "lane_chunk": 0}
         return {k: v for k, v in asdict(self).items()
                 if v not in (None, "") and defaults.get(k, object()) != v}
 
@@ -219,13 +223,19 @@ def describe(plan: Plan, K: int | None = None) -> str:
         lines.append(f"kernel      {plan.kernel}")
     if plan.engine == "ffma":
         lines.append("instruction f32 fused multiply-add on the CUDA cores, one k at a time")
-        if plan.lanes > 1:
+        if plan.lanes > 1 or plan.lane_chunk:
             how = ("pairwise, halving (warp shuffles)" if plan.lane_reduction == "tree"
                    else "in order")
+            if plan.lane_reduction == "tree" and plan.lanes & (plan.lanes - 1):
+                how = (f"pairwise, halving over {1 << (plan.lanes - 1).bit_length()} lanes, "
+                       f"the missing ones zero")
             split = (f"element k to lane (k // {plan.lane_width}) % {plan.lanes}"
                      if plan.lane_width else "one contiguous piece of ceil(K / lanes) each")
+            chain = ("an FMA chain from zero" if not plan.lane_chunk else
+                     f"FMA chains from zero over {plan.lane_chunk} of its elements at a time, "
+                     f"each added to the lane's sum")
             lines.append(f"lanes       {plan.lanes} threads share each output's K: {split}, "
-                         f"each lane an FMA chain from zero; the lanes' sums added {how}")
+                         f"each lane {chain}; the lanes' sums added {how}")
     elif plan.engine == "int":
         lines.append("instruction int8 tensor-core steps with exact int32 sums "
                      "(any order gives the same bits)")

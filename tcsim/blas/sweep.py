@@ -106,3 +106,77 @@ def operands(call: dict, get: Callable[[str], np.ndarray | None]) -> tuple[Opera
     ops = Operands(A.view(uint), B.view(uint), out, c=c, alpha=call.get("alpha", 1.0),
                    beta=call.get("beta", 1.0))
     return ops, as_type(get("D"), out)
+
+
+# Significand bits of the probe values (`probe_inputs`): exact in the call's input type, and
+# (f32) products of two of them exact in f32, so every rounding a probe's output shows comes
+# from the kernel's additions.
+PROBE_BITS = {"float16": 10, "bfloat16": 7, "float32": 11}
+
+
+def probe_values(rng: np.random.Generator, shape: tuple, bits: int) -> np.ndarray:
+    """float32 values +-(1 + m / 2**bits) * 2**e, e in -3..3: a spread of exponents, each
+    exactly representable in an input type with ``bits`` fraction bits."""
+    m = rng.integers(0, 1 << bits, shape)
+    e = rng.integers(-3, 4, shape)
+    s = rng.integers(0, 2, shape) * 2 - 1
+    return (s * (1 + m / (1 << bits)) * np.exp2(e)).astype(np.float32)
+
+
+def probe_inputs(call: dict) -> dict[str, np.ndarray]:
+    """The inputs of a probe call of scripts/blas_sweep.py (``gen: "np"``), as float32 values
+    (exact in the call's dtype), drawn from ``call["seed"]`` alone so that the CPU rebuilds
+    every element of them: A (batch..., M, K), B (batch..., K, N) and, for addmm, C of zeros.
+    With ``cancel``, K's halves hold the same A and opposite B, shuffled along K by one
+    permutation: every exact sum is zero and the output is the kernel's rounding residue."""
+    rng = np.random.default_rng(call["seed"])
+    batch = (call["batch"],) if call["op"] == "bmm" else ()
+    M, N, K = call["M"], call["N"], call["K"]
+    bits = PROBE_BITS[call["dtype"]] - (1 if call.get("tf32") else 0)
+    if call.get("cancel"):
+        h = K // 2
+        a = probe_values(rng, batch + (M, h), bits)
+        b = probe_values(rng, batch + (h, N), bits)
+        a = np.concatenate([a, a] + [np.zeros_like(a[..., :1])] * (K % 2), -1)
+        b = np.concatenate([b, -b] + [b[..., :1, :]] * (K % 2), -2)
+        perm = rng.permutation(K)
+        a, b = a[..., perm], b[..., perm, :]
+    else:
+        a = probe_values(rng, batch + (M, K), bits)
+        b = probe_values(rng, batch + (K, N), bits)
+    out = dict(A=np.ascontiguousarray(a), B=np.ascontiguousarray(b))
+    if call["op"] == "addmm":
+        out["C"] = np.zeros((M, N), np.float32)
+    return out
+
+
+def probe_operands(call: dict, get: Callable[[str], np.ndarray | None] | None = None
+                   ) -> Operands:
+    """The whole operands of a probe call (``gen: "np"``), rebuilt from its seed; with
+    ``get`` (the record's arrays), checked against the rows and columns it kept."""
+    host = probe_inputs(call)
+    dt = np.dtype(DTYPES[call["dtype"]])
+    A, B = host["A"].astype(dt), host["B"].astype(dt)
+    if get is not None:
+        for name, whole in (("A", A), ("B", B)):
+            kept = as_type(get(name), call["dtype"])
+            if not any(_contains(whole, kept, axis) for axis in (-2, -1)):
+                raise ValueError(f"probe {call}: the rebuilt {name} is not the GPU's")
+    uint = np.dtype(f"u{dt.itemsize}")
+    c = host.get("C")
+    return Operands(A.view(uint), B.view(uint), call["dtype"], c=c,
+                    alpha=call.get("alpha", 1.0), beta=call.get("beta", 1.0))
+
+
+def _contains(whole: np.ndarray, kept: np.ndarray, axis: int) -> bool:
+    """Whether ``kept`` is ``whole`` restricted to some of its indices along ``axis`` (the
+    record's spread of rows or columns), compared by bits."""
+    n, k = whole.shape[axis], kept.shape[axis]
+    if whole.shape[:axis % whole.ndim] != kept.shape[:axis % whole.ndim] or k > n:
+        return False
+    idx = np.arange(n) if k == n else np.unique(np.linspace(0, n - 1, k).round().astype(int))
+    if len(idx) != k:
+        return False
+    picked = np.take(whole, idx, axis=axis)
+    return picked.shape == kept.shape and np.array_equal(
+        picked.view(f"u{whole.itemsize}"), kept.view(f"u{kept.itemsize}"))

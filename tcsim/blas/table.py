@@ -118,24 +118,41 @@ def nearest(entries: list[Entry], key: CallKey) -> Entry:
     calls only on aligned rows); and where the nearest ran a kernel tcsim has no model of
     (dot_kernel, gemv2T) but one that tcsim models lies within `MODELLED_SLACK` of it, that
     one is taken: cuBLAS switches among its gemv kernels with the shape in ways the table
-    cannot place closely, and a modelled guess is right more often than a refusal."""
+    cannot place closely, and a modelled guess is right more often than a refusal. (Not for
+    the measured call itself: its kernel is known, and refused.)"""
     if 1 not in (key.M, key.N):
         return min(entries, key=lambda e: (key.distance(e.key), e.key.M, e.key.N, e.key.K))
-    ones = (key.M == 1, key.N == 1, key.K == 1)
-    entries = [e for e in entries if (e.key.M == 1, e.key.N == 1, e.key.K == 1) == ones
-               ] or entries
-    aligned = matrix_aligned(key)
+    entries = gemv_pool(entries, key)
 
     def order(e: Entry):
-        step = ALIGNMENT_STEP if matrix_aligned(e.key) != aligned else 0.0
-        return key.distance(e.key) + step, e.key.M, e.key.N, e.key.K
+        return rule_distance(key, e.key), e.key.M, e.key.N, e.key.K
 
     best = min(entries, key=order)
-    if best.plan is None:
+    if best.plan is None and best.key != key:  # a measured call of no model is refused
         reach = order(best)[0] + MODELLED_SLACK
         modelled = [e for e in entries if e.plan is not None and order(e)[0] <= reach]
         best = min(modelled, key=order, default=best)
     return best
+
+
+def gemv_pool(entries: list[Entry], key: CallKey) -> list[Entry]:
+    """The measured calls a one-row or one-column call looks among first: those with the same
+    dimensions of 1 (all of ``entries`` for other calls, or when there are none)."""
+    if 1 not in (key.M, key.N):
+        return entries
+    ones = (key.M == 1, key.N == 1, key.K == 1)
+    return [e for e in entries if (e.key.M == 1, e.key.N == 1, e.key.K == 1) == ones
+            ] or entries
+
+
+def rule_distance(key: CallKey, other: CallKey) -> float:
+    """How far the rule sees a measured call from ``key``: `CallKey.distance`, and for a
+    one-row or one-column call `ALIGNMENT_STEP` more when their matrix operands' alignment
+    differs."""
+    d = key.distance(other)
+    if 1 in (key.M, key.N) and matrix_aligned(other) != matrix_aligned(key):
+        d += ALIGNMENT_STEP
+    return d
 
 
 def matrix_aligned(key: CallKey) -> bool:

@@ -151,9 +151,17 @@ def test_a_one_column_call_takes_a_one_column_neighbour_tcsim_models():
 def test_a_one_row_call_takes_a_one_row_neighbour():
     # H100, run 3: bmm float32 1 x 688 x 360, batch 3, ran gemvNSP; the plain nearest was
     # 8 x 840 x 880 (a CUTLASS SIMT SGEMM with split-K 13): 1649 of 2064 elements wrong.
-    plan = blas.plan("matmul", *_f32(np.random.default_rng(2), 3, 1, 688, 360))
+    plan = blas.plan("matmul", *_f32(np.random.default_rng(2), 3, 1, 690, 350))
     assert plan.source.startswith("nearest measured call 1x"), plan.source
     assert "sgemm" not in plan.kernel
+
+
+def test_gemv_nsp_16_4_runs_the_blocks_24_threads():
+    # Measured since (blas_sweep --set open, whole outputs of 11 float32 probes): the 24 y
+    # threads of its [32, 24] blocks share K in blocks of 4, added pairwise over 32 lanes.
+    plan = blas.plan("matmul", *_f32(np.random.default_rng(2), 3, 1, 688, 360))
+    assert plan.source.startswith("measured") and "gemvNSP_kernel<float" in plan.kernel
+    assert (plan.lanes, plan.lane_width, plan.lane_reduction) == (24, 4, "tree")
 
 
 def _entry(M, N, K, modelled=True, cls=None):

@@ -78,7 +78,7 @@ def _round_f32(x):
     return round(x / quantum) * quantum  # Fraction's round(): half to even
 
 
-def _lanes_by_hand(a, b, lanes, width, joined):
+def _lanes_by_hand(a, b, lanes, width, joined, chunk=0):
     """One output of a lane plan, in exact rationals: slot i to lane (i // width) % lanes,
     each lane an FMA chain (one rounding per step) from zero, then the lanes' sums added."""
     from fractions import Fraction
@@ -86,14 +86,27 @@ def _lanes_by_hand(a, b, lanes, width, joined):
     K = len(a)
     width = width or max(1, -(-K // lanes))
     acc = [Fraction(0)] * lanes
+    part = [Fraction(0)] * lanes  # with a chunk: the chunk's chain, added to acc when full
+    count = [0] * lanes
     for i in range(K):
         lane = (i // width) % lanes
-        acc[lane] = _round_f32(acc[lane] + Fraction(float(a[i])) * Fraction(float(b[i])))
+        product = Fraction(float(a[i])) * Fraction(float(b[i]))
+        if not chunk:
+            acc[lane] = _round_f32(acc[lane] + product)
+            continue
+        part[lane] = _round_f32(part[lane] + product)
+        count[lane] += 1
+        if count[lane] % chunk == 0:
+            acc[lane], part[lane] = _round_f32(acc[lane] + part[lane]), Fraction(0)
+    for lane in range(lanes):
+        if chunk and count[lane] % chunk:
+            acc[lane] = _round_f32(acc[lane] + part[lane])
     if joined == "in_order":
         total = acc[0]
         for v in acc[1:]:
             total = _round_f32(total + v)
         return total
+    acc += [Fraction(0)] * ((1 << (lanes - 1).bit_length()) - lanes)  # a tree: zero lanes
     while len(acc) > 1:
         half = len(acc) // 2
         acc = [_round_f32(acc[i] + acc[i + half]) for i in range(half)]
@@ -102,22 +115,21 @@ def _lanes_by_hand(a, b, lanes, width, joined):
 
 @settings(max_examples=40, deadline=None)
 @given(M=st.integers(1, 3), N=st.integers(1, 3), K=st.integers(1, 40),
-       lanes=st.sampled_from([1, 2, 3, 4, 5, 8, 32]), width=st.sampled_from([0, 1, 2, 4, 8]),
+       lanes=st.sampled_from([1, 2, 3, 4, 5, 8, 24, 32]),
+       width=st.sampled_from([0, 1, 2, 4, 8]),
        joined=st.sampled_from(["tree", "in_order"]), seed=st.integers(0, 2**32 - 1),
-       inputs=st.sampled_from(["f32", "f16", "bf16"]))
+       inputs=st.sampled_from(["f32", "f16", "bf16"]), chunk=st.sampled_from([0, 1, 2, 3]))
 def test_lane_plans_are_fma_chains_added_as_the_plan_says(M, N, K, lanes, width, joined, seed,
-                                                          inputs):
+                                                          inputs, chunk):
     """gemv/gemmSN lane plans (CUDA-core FMA chains per lane, then the lanes added pairwise or
     in order) give, on both engines, the bits of the same arithmetic in exact rationals."""
-    if joined == "tree" and lanes & (lanes - 1):
-        joined = "in_order"  # a tree needs a power of two (the plan refuses other counts)
     dtype = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[inputs]
     rng = np.random.default_rng(seed)
     scale = np.exp2(rng.integers(-6, 7, (M, K)))  # spread exponents: rounding shows
     A = (rng.standard_normal((M, K)) * scale).astype(dtype)
     B = rng.standard_normal((K, N)).astype(dtype)
     plan = blas.Plan("ffma", f"fma.rn.f32.{inputs}", 1, lanes=lanes, lane_width=width,
-                     lane_reduction=joined)
+                     lane_reduction=joined, lane_chunk=chunk)
     from tcsim.blas import compiled
     from tcsim.blas.evaluate import Operands, evaluate
 
@@ -131,5 +143,5 @@ def test_lane_plans_are_fma_chains_added_as_the_plan_says(M, N, K, lanes, width,
     for D in got.values():
         for i in range(M):
             for j in range(N):
-                want = _lanes_by_hand(A[i], B[:, j], lanes, width, joined)
+                want = _lanes_by_hand(A[i], B[:, j], lanes, width, joined, chunk)
                 assert D[i, j] == float(want), (i, j, D[i, j], float(want), plan)
