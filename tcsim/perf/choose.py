@@ -25,8 +25,14 @@ from .model import Explanation
 # consumer warpgroups (the kernels' default), or on 64 x 256 tiles with one, which makes twice
 # the tiles: more SMs busy on small and skinny problems, more L2 traffic per flop on large ones.
 WGMMA_TILES = {"128x256": {}, "64x256": {"block_m": 64}}
+# kernel10 also splits K (`tcsim.kernels.split_k`): S times the blocks, each over 1/S of K,
+# for f32 accumulators; the model charges the partials' trip through L2 and the last block's
+# wait for them. With f16 accumulators these candidates are refused.
+SPLIT_K = (2, 3, 4)
 TILE_VARIANTS: dict[str, dict[str, dict]] = {
-    name: WGMMA_TILES for name in ("kernel7", "kernel8", "kernel9", "kernel10")}
+    **{name: WGMMA_TILES for name in ("kernel7", "kernel8", "kernel9")},
+    "kernel10": {**WGMMA_TILES, **{f"{label} split {s}": {**tile, "splits": s}
+                                   for label, tile in WGMMA_TILES.items() for s in SPLIT_K}}}
 
 
 @dataclass(frozen=True)
@@ -73,14 +79,16 @@ def choose_tile(kernel, M: int, N: int, K: int, *,
     """The tile variant of ``kernel`` (a `Kernel` or its name) that `explain` predicts fastest
     on (M, N, K). ``candidates``: label -> tile parameter overrides, by default the kernel's
     `TILE_VARIANTS` (a kernel without any has its own tiles as the one candidate); ``params``
-    (accumulate=..., stages=...) apply to every candidate; ``beta`` as in `tcsim.trace`."""
+    (accumulate=..., stages=...) apply to every candidate; ``beta`` as in `tcsim.trace`.
+    kernel10's variants include split-K (``splits`` 2, 3, 4 on each tile), candidates with
+    f32 accumulators only (`default_candidates`)."""
     from ..kernels import ProblemSizeError, kernel_named
     from ..trace import trace
 
     k = kernel_named(kernel)
     g = gpu_named(gpu)
     if candidates is None:
-        candidates = TILE_VARIANTS.get(k.name) or {_label(k.params(**params)): {}}
+        candidates = default_candidates(k, params)
     if not isinstance(candidates, Mapping) or not candidates:
         raise ValueError(f"candidates must be a non-empty mapping of label -> tile parameters, "
                          f"got {candidates!r}")
@@ -106,6 +114,16 @@ def choose_tile(kernel, M: int, N: int, K: int, *,
     return Choice(k.name, (M, N, K), best, dict(candidates[best]), explanations, refused)
 
 
+def default_candidates(kernel, params: Mapping) -> dict[str, dict]:
+    """The kernel's `TILE_VARIANTS` (its own tiles when it has none); split-K's only with f32
+    accumulators, the ones it runs with."""
+    variants = TILE_VARIANTS.get(kernel.name)
+    if not variants:
+        return {_label(kernel.params(**params)): {}}
+    f32 = params.get("accumulate", kernel.defaults.accumulate) == "f32"
+    return {label: v for label, v in variants.items() if f32 or v.get("splits", 1) == 1}
+
+
 def _label(p) -> str:
     return f"{p.block_m}x{p.block_n}"
 
@@ -115,6 +133,10 @@ def _in_words(e: Explanation) -> str:
     busy, tiles = d["busy_sms"], d["tiles"]
     rounds = (f"{e.waves} wave{'s' if e.waves > 1 else ''}" if e.full_waves == e.waves else
               f"{e.waves} waves, the last {e.full_waves - e.waves + 1:.0%} full")
-    return (f"{tiles} tiles over {busy} SMs ({rounds}) at {d['clock_hz'] / 1e9:.2f} GHz, "
+    if d.get("splits", 1) > 1:
+        tiles = f"{tiles} tiles x {d['splits']} splits of K = {d['blocks']} blocks"
+    else:
+        tiles = f"{tiles} tiles"
+    return (f"{tiles} over {busy} SMs ({rounds}) at {d['clock_hz'] / 1e9:.2f} GHz, "
             f"predicted {e.seconds * 1e3:.3f} ms ({e.tflops:.0f} TFLOP/s), limited by "
             f"{e.limiter}")
