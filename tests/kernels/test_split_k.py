@@ -12,62 +12,13 @@ Two independent references:
   integers that f16 holds exactly, summed in f32 in split order: the same D.
 """
 
-from dataclasses import replace
-from functools import partial
-
 import numpy as np
 import pytest
+from split_k_inputs import BK, kernel10, order_inputs, reference, reversed_order, split_slices
 
 import tcsim
-from tcsim.kernels import ProblemSizeError, kernel_named
+from tcsim.kernels import ProblemSizeError
 from tcsim.kernels.split_k import k_range
-
-kernel10 = kernel_named("kernel10")
-# kernel10 summing the partials in reverse split order: the twin's PLANT_SPLIT_ORDER
-reversed_order = replace(kernel10, name="kernel10-split-order", twin="kernel10",
-                         program=partial(kernel10.program, plant="split_order"),
-                         plants=("split_order",))
-
-BK = 64
-
-
-def split_slices(K: int, splits: int) -> list[slice]:
-    """The documented K ranges: split s takes K tiles s * n // S .. (s + 1) * n // S - 1."""
-    n = -(-K // BK)
-    return [slice(s * n // splits * BK, min((s + 1) * n // splits * BK, K))
-            for s in range(splits)]
-
-
-def order_inputs(rng, M, N, K, splits):
-    """Integer inputs whose partials are exact in f32 and whose ordered f32 sum rounds: in
-    split 0 one K column gives +-2^24 per element, in the last split one gives the opposite,
-    the splits between hold small integers (odd sums among them)."""
-    A = np.zeros((M, K), np.float32)
-    B = np.zeros((K, N), np.float32)
-    ranges = split_slices(K, splits)
-    for r in ranges[1:-1]:
-        A[:, r] = rng.integers(-3, 4, (M, r.stop - r.start))
-        B[r, :] = rng.integers(-3, 4, (r.stop - r.start, N))
-    first, last = ranges[0].start, ranges[-1].stop - 1
-    sign = rng.choice([-1.0, 1.0], M)
-    A[:, first], A[:, last] = 4096 * sign, -4096 * sign
-    B[first, :] = B[last, :] = 4096 * rng.choice([-1.0, 1.0], N)
-    return A.astype(np.float16), B.astype(np.float16), ranges
-
-
-def reference(A, B, C, alpha, beta, ranges):
-    """Exact partials (float64 dot products of exactly representable integers), summed in
-    split order in f32, then f16(alpha * acc + beta * C) in f32 steps."""
-    A64, B64 = A.astype(np.float64), B.astype(np.float64)
-    total = None
-    for r in ranges:
-        part = (A64[:, r] @ B64[r, :])
-        assert np.array_equal(part.astype(np.float32).astype(np.float64), part)  # exact
-        part = part.astype(np.float32)
-        total = part if total is None else np.float32(total + part)
-    with np.errstate(over="ignore"):
-        d = np.float32(alpha) * total + np.float32(beta) * C.astype(np.float32)
-        return d.astype(np.float16)
 
 
 @pytest.mark.parametrize("shape,splits", [((100, 264, 328), 3),    # ragged M, N; K 6 tiles
