@@ -1,6 +1,6 @@
 """Inputs and a reference for split-K's reduction order (tcsim.kernels.split_k), shared by the
-CPU tests and the hardware tests: partials that are exact in f32, whose f32 sum in split order
-rounds, so any other order gives other bits."""
+CPU tests and the hardware tests: partials that are exact in f32, whose f32 sum in the
+documented order rounds, so another order gives other bits."""
 
 from dataclasses import replace
 from functools import partial
@@ -25,32 +25,42 @@ def split_slices(K: int, splits: int) -> list[slice]:
 
 
 def order_inputs(rng, M, N, K, splits):
-    """Integer inputs whose partials are exact in f32 and whose ordered f32 sum rounds: in
-    split 0 one K column gives +-2^24 per element, in the last split one gives the opposite,
-    the splits between hold small integers (odd sums among them). Returns A, B, the ranges."""
+    """Integer inputs whose partials are exact in f32 and whose ordered f32 sum rounds (splits
+    >= 3): in split 0 one K column gives +-2^24 per element, in split 1 one gives the
+    opposite, the splits after hold small integers (odd sums among them), so the reducer's
+    p[S-1] + p0 rounds and p1 does not undo it. Returns A, B, the K ranges."""
+    assert splits >= 3
     A = np.zeros((M, K), np.float32)
     B = np.zeros((K, N), np.float32)
     ranges = split_slices(K, splits)
-    for r in ranges[1:-1]:
+    for r in ranges[2:]:
         A[:, r] = rng.integers(-3, 4, (M, r.stop - r.start))
         B[r, :] = rng.integers(-3, 4, (r.stop - r.start, N))
-    first, last = ranges[0].start, ranges[-1].stop - 1
+    first, second = ranges[0].start, ranges[1].start
     sign = rng.choice([-1.0, 1.0], M)
-    A[:, first], A[:, last] = 4096 * sign, -4096 * sign
-    B[first, :] = B[last, :] = 4096 * rng.choice([-1.0, 1.0], N)
+    A[:, first], A[:, second] = 4096 * sign, -4096 * sign
+    B[first, :] = B[second, :] = 4096 * rng.choice([-1.0, 1.0], N)
     return A.astype(np.float16), B.astype(np.float16), ranges
 
 
+def in_order(partials):
+    """The documented order: the reducer's own p[S-1], then p0, p1, ..., p[S-2], each an f32
+    add."""
+    total = partials[-1].astype(np.float32)
+    for part in partials[:-1]:
+        total = np.float32(total + part.astype(np.float32))
+    return total
+
+
 def reference(A, B, C, alpha, beta, ranges):
-    """Exact partials (float64 dot products of exactly representable integers), summed in
-    split order in f32, then f16(alpha * acc + beta * C) in f32 steps."""
+    """Exact partials (float64 dot products of exactly representable integers), summed in the
+    documented order in f32, then f16(alpha * acc + beta * C) in f32 steps."""
     A64, B64 = A.astype(np.float64), B.astype(np.float64)
-    total = None
+    partials = []
     for r in ranges:
         part = A64[:, r] @ B64[r, :]
         assert np.array_equal(part.astype(np.float32).astype(np.float64), part)  # exact
-        part = part.astype(np.float32)
-        total = part if total is None else np.float32(total + part)
+        partials.append(part.astype(np.float32))
     with np.errstate(over="ignore"):
-        d = np.float32(alpha) * total + np.float32(beta) * C.astype(np.float32)
+        d = np.float32(alpha) * in_order(partials) + np.float32(beta) * C.astype(np.float32)
         return d.astype(np.float16)

@@ -90,7 +90,7 @@ class Machine(HopperInstructions, ABC):
                        "C": (M, N), "D": (M, N), "SA": (M, 1), "SB": (1, N)}
         if params.splits > 1:  # split-K's f32 partials (`tcsim.kernels.split_k`)
             self.shapes["W"] = split_k.workspace_shape(params, M, N)
-        self.arrivals: dict[int, int] = {}  # split-K: each tile's arrival counter
+        self.arrivals: dict[int, int] = {}  # split-K: each tile's count of written partials
         self.alpha, self.beta = np.float32(1), np.float32(0)  # the epilogue's scalars
         self.report = Report(kernel, checks)
         self.active = np.ones(WARP, bool)  # lanes that execute (see `lanes`)
@@ -354,22 +354,26 @@ class Machine(HopperInstructions, ABC):
         self.require_full_warp(site, "mma.sync.aligned." + self.params.qualifier)
         return self._mma(site, a, b, c)
 
-    def split_ticket(self, site: str) -> int:
-        """Split-K: ``atom.global.add`` of 1 on the arrival counter of each block's tile
-        (inside ``m.tile``), by one thread: how many blocks of the tile arrived before. The
-        last one (``splits - 1``) resets it for the next launch, as the twin does. The blocks
-        in flight compute the same split in the engines, which run the splits in order, so
-        the ticket is the same for all of them."""
+    def split_written(self, site: str, last: bool) -> None:
+        """Split-K's counter of each block's tile (inside ``m.tile``), by one thread: a block
+        that is not the tile's last adds one once its partial is written (``red.global.add``);
+        the last (split ``splits - 1``) waits until the others' ``splits - 1`` have, and resets
+        it for the next launch, as the twin does. The engines run the splits in order, so the
+        last finds them all written; a ValueError if not (an engine's or a schedule's bug)."""
         tiles_n = tile_count(self.N, self.params.block_n)
         keys = (self.block_rows * tiles_n + self.block_cols).tolist()
-        tickets = {self.arrivals.get(k, 0) for k in keys}
-        if len(tickets) != 1:
-            raise ValueError(f"{self.kernel} site {site!r}: the blocks in flight arrive with "
-                             f"tickets {sorted(tickets)}: an engine runs one split at a time")
-        ticket = tickets.pop()
+        if not last:
+            for k in keys:
+                self.arrivals[k] = self.arrivals.get(k, 0) + 1
+            return
+        missing = [k for k in keys if self.arrivals.get(k, 0) != self.params.splits - 1]
+        if missing:
+            raise ValueError(f"{self.kernel} site {site!r}: the last split of tile "
+                             f"{divmod(missing[0], tiles_n)} finds "
+                             f"{self.arrivals.get(missing[0], 0)} of the "
+                             f"{self.params.splits - 1} other partials written")
         for k in keys:
-            self.arrivals[k] = 0 if ticket == self.params.splits - 1 else ticket + 1
-        return ticket
+            self.arrivals[k] = 0
 
     def fragments_ahead(self) -> None:
         """The schedule loads the next warp_k step's fragments before this step's mma (register

@@ -6,24 +6,27 @@ tiles are cut into S contiguous ranges, split s taking K tiles ``s * n // S`` up
 the grid has one block per (tile, split): S times the blocks, split-major (block
 ``s * tiles + t``; the tile order of `tcsim.kernels.scheduler` inside a split).
 
-The reduction is fixed, so the bits are too. At the end of its K range a block's consumer
-thread 0 takes a *ticket* (``atom.global.add`` on the tile's arrival counter):
+The reduction is fixed, so the bits are too. At the end of its K range, a block of split
+s < S - 1 stores its f32 accumulators to the workspace as they lie in its registers (every
+consumer thread, ``st.global.v4``: 512 bytes a warp instruction, whole lines), fences, and its
+first consumer thread adds one to the tile's counter (``red.global.add``); the block then ends,
+with no epilogue. The block of split S - 1 reduces: its first consumer thread waits (on
+atomics, so no global load's count depends on timing) until the counter reaches S - 1 and
+resets it to zero for the next launch; lane 0 of each consumer warp asks for C (the TMA
+epilogue's first boxes), and every thread adds the other partials to its own registers in
+split order, ``(((p[S-1] + p0) + p1) + ...) + p[S-2]``, each an f32 add rounded to nearest
+(``add.rn.f32``; the others by ``ld.global.cg.v4`` from L2, where the other SMs' stores are);
+then the normal epilogue (alpha, beta * C, conversion, TMA stores). Adding into its own
+registers keeps every load independent of the others (they are all in flight at once) and
+needs no register beyond the accumulators; a canonical ((p0 + p1) + ...) would need a second
+accumulator for the sum before the reducer's own partial. Split S - 1's blocks are the last
+launched (split-major): the GPU hands blocks out in index order (not a CUDA guarantee; stream-K
+kernels rely on it too), so when one waits, every block it waits for has started, and none of
+those waits.
 
-- ticket < S - 1: the block is not the tile's last. Every consumer thread stores its f32
-  accumulators to the workspace as they lie in its registers (``st.global.v4``: 512 bytes a
-  warp instruction, whole lines), fences, and thread 0 adds one to the tile's *written*
-  counter. The block then ends: no epilogue.
-- ticket = S - 1: the last block. Thread 0 waits (atomics, so no global load depends on
-  timing) until the S - 1 others have written, and resets both counters for the next launch;
-  lane 0 of each consumer warp asks for C (the TMA epilogue's first boxes), and every thread
-  sums the S partials *in split order*, ``((p0 + p1) + p2) + ...`` in f32 (``add.rn.f32``),
-  its own partial from registers and the others by ``ld.global.cg.v4`` (L2, where the other
-  SMs' stores are); then the normal epilogue (alpha, beta * C, conversion, TMA stores).
-
-Which block is last depends on timing on the GPU, but the bits do not: the sum's order is the
-splits', and every tile costs S - 1 partial stores and S - 1 partial loads whoever is last. The
-simulator runs the splits in order, so split S - 1 is last there (`Machine.split_ticket`
-counts arrivals as the GPU's atomic does).
+Every tile costs S - 1 partial stores and S - 1 partial loads. The simulator runs the splits in
+order (`tcsim.kernels.scheduler.block_units`); `Machine.split_written` checks that the reducer
+finds the others written, as the twin's counter does.
 
 f16 accumulators are refused with split-K (`GemmParams`): partials summed in f32 would not be
 the f16 accumulator's bits, and f16 partials would round at every split.
@@ -88,29 +91,28 @@ def _from_quads(quads: np.ndarray, consumers: int) -> np.ndarray:
 
 
 def arrive(m, p, t: int, acc: np.ndarray) -> bool:
-    """The end of a block's K range on tile ``t``: its ticket; a block that is not the last
-    stores its partial. Whether the block is the tile's last (it then runs the epilogue)."""
+    """The end of a block's K range on tile ``t``: a split before the last stores its partial
+    and counts it written; the last waits for the others'. Whether the block reduces (split
+    S - 1: it then runs the epilogue)."""
+    last = m.split == p.splits - 1
     with m.tile(t):
-        if m.split_ticket("split_ticket") < p.splits - 1:
+        if not last:
             rows, cols = _lanes(p, m.split)
             m.store_global("partial_store", "W", rows, cols, _to_quads(acc))
-            return False
-    return True
+        m.split_written("split_written", last)
+    return last
 
 
 def reduce(m, p, t: int, acc: np.ndarray, reverse: bool = False) -> np.ndarray:
-    """The last block's sum of tile ``t``'s partials in split order, ((p0 + p1) + p2) ...,
-    each add an f32 add rounded to nearest; its own partial is ``acc``. ``reverse``: the
-    planted bug of the twin's PLANT_SPLIT_ORDER, the splits summed the other way round."""
-    total = None
+    """Split S - 1's sum of tile ``t``'s partials: its own ``acc``, then p0, p1, ..., p[S-2]
+    added in that order, each an f32 add rounded to nearest. ``reverse``: the planted bug of
+    the twin's PLANT_SPLIT_ORDER, the others added from p[S-2] down to p0."""
+    total = _to_quads(acc)
+    others = range(p.splits - 1)
     with m.tile(t):
-        for s in range(p.splits)[::-1] if reverse else range(p.splits):
-            if s == m.split:
-                part = _to_quads(acc)
-            else:
-                rows, cols = _lanes(p, s)
-                part = m.load_global("partial_load", "W", rows, cols, vector=4)
-            total = part if total is None else _add(total, part)
+        for s in reversed(others) if reverse else others:
+            rows, cols = _lanes(p, s)
+            total = _add(total, m.load_global("partial_load", "W", rows, cols, vector=4))
     return _from_quads(total, p.consumers)
 
 

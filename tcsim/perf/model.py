@@ -304,15 +304,20 @@ def _partial(site) -> bool:
 
 
 def _reduction_cycles(sites, tiles: int, splits: int, busy: float, hz: float, g: Gpu) -> float:
-    """Split-K's wait at the end of a tile's K tiles: the blocks of a wave finish their K
-    ranges together; S - 1 of each tile's S store their f32 partials, and the last, once the
-    counters say so (two L2 round trips: its ticket, then the written count), reads them. Both
-    bursts go through L2 at its rate, every busy SM's share at once."""
+    """Split-K's wait at the end of a tile's K tiles (`tcsim.kernels.split_k`): the blocks of a
+    wave finish their K ranges together; S - 1 of each tile's S store their f32 partial P and
+    fence, then the reducing block, once the counter says so, loads the S - 1 partials. One
+    SM moves P, then (S - 1) P, at its L1's rate (``l1_sectors_per_cycle``), unless the
+    wave's partials through L2 at L2's rate take longer; four L2 round trips (the stores'
+    fence, the counter's add, the reducer's poll, its first load) come on top."""
+    stored = sum(s.sectors for s in sites if s.name == "partial_store") * SECTOR / tiles
     moved = sum(s.sectors for s in sites if _partial(s)) * SECTOR / tiles  # stored + loaded
     if not moved:
         return 0.0
-    per_wave = moved / splits * busy  # busy / S tiles in a wave, each moving `moved`
-    return per_wave / g["l2_bytes_per_s"] * hz + 2 * g["l2_latency_cycles"]
+    partial = stored / (splits - 1)  # one block's partial
+    one_sm = splits * partial / (SECTOR * g["l1_sectors_per_cycle"])
+    wave = moved / splits * busy / g["l2_bytes_per_s"] * hz  # busy / S tiles in a wave
+    return max(one_sm, wave) + 4 * g["l2_latency_cycles"]
 
 
 def _fragment_load(site) -> bool:

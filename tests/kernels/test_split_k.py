@@ -2,19 +2,27 @@
 against references built without the simulator's reduction, ragged K ranges, the workspace
 traffic the trace counts, and the bad inputs.
 
-Two independent references:
+Two independent references (tests/split_k_inputs.py):
 
-- *order*: inputs whose per-split partials are exact in f32 (integers; one K column of the
-  first split gives +-2^24, one of the last -+2^24), so each partial is numpy's exact dot
-  product, and their f32 sum in split order ((p0 + p1) + p2 ... rounds near 2^24) then the
-  epilogue in numpy gives D; any other order gives other bits;
+- *order*: inputs whose per-split partials are exact in f32 (integers; one K column of split
+  0 gives +-2^24, one of split 1 -+2^24), so each partial is numpy's exact dot product, and
+  their f32 sum in the documented order ((p[S-1] + p0) + p1 ... rounds near 2^24) then the
+  epilogue in numpy gives D; another order gives other bits;
 - *composition*: kernel10 without split-K on each split's K slice, with partials small
-  integers that f16 holds exactly, summed in f32 in split order: the same D.
+  integers that f16 holds exactly, summed in f32 in the documented order: the same D.
 """
 
 import numpy as np
 import pytest
-from split_k_inputs import BK, kernel10, order_inputs, reference, reversed_order, split_slices
+from split_k_inputs import (
+    BK,
+    in_order,
+    kernel10,
+    order_inputs,
+    reference,
+    reversed_order,
+    split_slices,
+)
 
 import tcsim
 from tcsim.kernels import ProblemSizeError
@@ -54,11 +62,9 @@ def test_split_k_equals_kernel10_on_each_k_slice_summed_in_order(rng, splits):
     B = rng.integers(-3, 4, (K, N)).astype(np.float16)
     C = rng.standard_normal((M, N)).astype(np.float16)
     alpha, beta = 0.75, -1.25
-    total = np.zeros((M, N), np.float32)
-    for r in split_slices(K, splits):
-        part = tcsim.run(kernel10, A[:, r], B[r, :], accumulate="f32")
-        total = np.float32(total + part.astype(np.float32))
-    want = (np.float32(alpha) * total + np.float32(beta) * C.astype(np.float32)) \
+    parts = [tcsim.run(kernel10, A[:, r], B[r, :], accumulate="f32")
+             for r in split_slices(K, splits)]
+    want = (np.float32(alpha) * in_order(parts) + np.float32(beta) * C.astype(np.float32)) \
         .astype(np.float16)
     got = tcsim.run(kernel10, A, B, C, alpha, beta, accumulate="f32", splits=splits)
     assert np.array_equal(got.view(np.uint16), want.view(np.uint16))

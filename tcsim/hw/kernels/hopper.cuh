@@ -107,10 +107,10 @@ struct __align__(64) TensorMap {
 #endif
 
 // kernel10 with split-K (tcsim/kernels/split_k.py): SPLITS > 1 splits each tile's K tiles into
-// SPLITS ranges, one block per (tile, range); the blocks that are not a tile's last store their
-// f32 partials to `workspace`, the last sums them in split order. `counters` holds two per tile
-// (arrived, written), zero between launches (the last block resets them). The host allocates
-// both (tcsim.hw.kernels.twin).
+// SPLITS ranges, one block per (tile, range); the blocks of splits 0 .. SPLITS - 2 store their
+// f32 partials to `workspace`, the block of split SPLITS - 1 adds them to its own in split order.
+// `counters` holds one per tile (partials written), zero between launches (the reducing block
+// resets it). The host allocates both (tcsim.hw.kernels.twin).
 #ifndef SPLITS
 #define SPLITS 1
 #endif
@@ -605,22 +605,22 @@ __device__ __forceinline__ void ld_global_cg_v4_f32(float (&r)[4], const float* 
 #endif
 
 // The end of split `split`'s K range on tile `tile` (numbered row * tiles_n + col): whether this
-// block is the tile's last; if so, `acc` becomes the sum of the tile's partials in split order,
-// ((p0 + p1) + p2) ..., and lane 0 of each consumer warp has asked for C's first boxes (`ask_c`)
-// meanwhile. Workspace: float4 j of consumer thread i of consumer c in partial s of the tile at
+// block reduces the tile (split SPLITS - 1); if so, `acc` becomes its own partial plus the
+// others in split order, (((p[S-1] + p0) + p1) + ...) + p[S-2], and lane 0 of each consumer warp
+// has asked for C's first boxes (`ask_c`) meanwhile. Workspace: float4 j of consumer thread i of
+// consumer c in partial s of the tile at
 // (((tile * SPLITS + s) * CONSUMERS + c) * ACC_REGS / 4 + j) * 128 + i (split_k.workspace_shape).
 template <typename AskC>
 __device__ __forceinline__ bool split_k_last(acc_t (&acc)[ACC_REGS], float* __restrict__ workspace,
                                              unsigned* __restrict__ counters, int tile, int split,
                                              int consumer, AskC ask_c) {
   const int thread = threadIdx.x % WARPGROUP;
-  unsigned* arrived = counters + 2 * tile;
-  unsigned* written = arrived + 1;
-  float* tile_ws = workspace + (size_t)tile * SPLITS * CONSUMERS * ACC_REGS * 128;
+  unsigned* written = counters + tile;
+  const float* tile_ws = workspace + (size_t)tile * SPLITS * CONSUMERS * ACC_REGS * 128;
   const bool first_thread = threadIdx.x == WARPGROUP;
-  const bool last = consumers_any(first_thread && atomicAdd(arrived, 1) == SPLITS - 1);
-  if (!last) {
-    float* mine = tile_ws + ((size_t)(split * CONSUMERS + consumer) * ACC_REGS / 4 * 128 + thread) * 4;
+  if (split < SPLITS - 1) {
+    float* mine = workspace + (size_t)tile * SPLITS * CONSUMERS * ACC_REGS * 128 +
+                  ((size_t)(split * CONSUMERS + consumer) * ACC_REGS / 4 * 128 + thread) * 4;
 #pragma unroll
     for (int j = 0; j < ACC_REGS / 4; j++)
       st_global_v4_f32(mine + j * 128 * 4, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2],
@@ -634,31 +634,22 @@ __device__ __forceinline__ bool split_k_last(acc_t (&acc)[ACC_REGS], float* __re
     while (atomicAdd(written, 0) < SPLITS - 1) {
     }
     atomicExch(written, 0);
-    atomicExch(arrived, 0);
     __threadfence();
   }
   ask_c();
   consumers_sync();
+#pragma unroll 1  // one partial at a time: its loads all in flight, within the registers
+  for (int i = 0; i < SPLITS - 1; i++) {
+    const int s = PLANT_SPLIT_ORDER ? SPLITS - 2 - i : i;
+    const float* part = tile_ws + ((size_t)(s * CONSUMERS + consumer) * ACC_REGS / 4 * 128 +
+                                   thread) * 4;
 #pragma unroll
-  for (int j = 0; j < ACC_REGS / 4; j++) {
-    float sum[4];
+    for (int j = 0; j < ACC_REGS / 4; j++) {
+      float p[4];
+      ld_global_cg_v4_f32(p, part + j * 128 * 4);
 #pragma unroll
-    for (int i = 0; i < SPLITS; i++) {
-      const int s = PLANT_SPLIT_ORDER ? SPLITS - 1 - i : i;
-      float part[4];
-      if (s == split) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) part[e] = acc[4 * j + e];
-      } else {
-        ld_global_cg_v4_f32(
-            part, tile_ws + (((size_t)(s * CONSUMERS + consumer) * ACC_REGS / 4 + j) * 128 +
-                             thread) * 4);
-      }
-#pragma unroll
-      for (int e = 0; e < 4; e++) sum[e] = i == 0 ? part[e] : __fadd_rn(sum[e], part[e]);
+      for (int e = 0; e < 4; e++) acc[4 * j + e] = __fadd_rn(acc[4 * j + e], p[e]);
     }
-#pragma unroll
-    for (int e = 0; e < 4; e++) acc[4 * j + e] = sum[e];
   }
   return true;
 }

@@ -68,9 +68,9 @@ def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0,
 
 
 def split_k_arrays(p, A, M: int, N: int) -> list:
-    """Split-K's workspace (f32 partials) and per-tile counters (arrived, written; zero, and
-    zero again after every launch), arrays of A's kind: host arrays are copied to the GPU at
-    launch, CuPy arrays (benchmarks) made there. None without split-K."""
+    """Split-K's workspace (f32 partials) and per-tile counters of partials written (zero,
+    and zero again after every launch), arrays of A's kind: host arrays are copied to the GPU
+    at launch, CuPy arrays (benchmarks) made there. None without split-K."""
     if p.splits == 1:
         return []
     from ...kernels.split_k import workspace_shape
@@ -78,7 +78,7 @@ def split_k_arrays(p, A, M: int, N: int) -> list:
     xp = np if isinstance(A, np.ndarray) else __import__("cupy")
     grid_n, grid_m = p.grid(M, N)
     return [xp.zeros(workspace_shape(p, M, N), np.float32),
-            xp.zeros(2 * grid_m * grid_n, np.uint32)]
+            xp.zeros(grid_m * grid_n, np.uint32)]
 
 
 def generated(kernel) -> bool:
