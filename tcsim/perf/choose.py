@@ -47,6 +47,7 @@ class Choice:
     params: dict
     explanations: dict[str, Explanation]
     refused: dict[str, str]
+    set_aside: tuple[str, ...] = ()  # default variants these parameters do not run (split-K)
 
     @property
     def explanation(self) -> Explanation:
@@ -62,6 +63,9 @@ class Choice:
             lines.append(f"{mark} {label}: {_in_words(e)}")
         for label, why in self.refused.items():
             lines.append(f"   {label}: cannot run or explain this problem ({why})")
+        if self.set_aside:
+            lines.append(f"   ({len(self.set_aside)} split-K variants not weighed: they sum "
+                         "f32 partials; give accumulate='f32', or --accumulate f32)")
         others = [e.seconds for label, e in self.explanations.items() if label != self.label]
         if others:
             lines.append(f"   {self.label} is predicted {min(others) / best.seconds:.2f}x as "
@@ -87,8 +91,11 @@ def choose_tile(kernel, M: int, N: int, K: int, *,
 
     k = kernel_named(kernel)
     g = gpu_named(gpu)
+    set_aside: tuple[str, ...] = ()
     if candidates is None:
         candidates = default_candidates(k, params)
+        set_aside = tuple(label for label in TILE_VARIANTS.get(k.name, {})
+                          if label not in candidates)
     if not isinstance(candidates, Mapping) or not candidates:
         raise ValueError(f"candidates must be a non-empty mapping of label -> tile parameters, "
                          f"got {candidates!r}")
@@ -111,7 +118,8 @@ def choose_tile(kernel, M: int, N: int, K: int, *,
                                f"M={M} N={N} K={K}: "
                                + "; ".join(f"{label}: {why}" for label, why in refused.items()))
     best = min(explanations, key=lambda label: explanations[label].seconds)
-    return Choice(k.name, (M, N, K), best, dict(candidates[best]), explanations, refused)
+    return Choice(k.name, (M, N, K), best, dict(candidates[best]), explanations, refused,
+                  set_aside)
 
 
 def default_candidates(kernel, params: Mapping) -> dict[str, dict]:

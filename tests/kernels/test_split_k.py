@@ -147,9 +147,11 @@ def test_choose_tile_weighs_split_k_with_f32_accumulators():
     split = c.explanations["64x256 split 2"]
     assert split.details["blocks"] == 128 and split.details["reduction_cycles"] > 0
     assert "64 tiles x 2 splits of K = 128 blocks" in str(c)
-    # f16 accumulators: split-K is not a candidate
-    assert not any("split" in label for label in tcsim.choose_tile(kernel10, 1024, 1024,
-                                                                    1024).explanations)
+    # f16 accumulators: split-K is not a candidate, and the choice says so
+    f16 = tcsim.choose_tile(kernel10, 1024, 1024, 1024)
+    assert not any("split" in label for label in f16.explanations)
+    assert len(f16.set_aside) == 6 and "6 split-K variants not weighed" in str(f16)
+    assert not tcsim.choose_tile("kernel9", 1024, 1024, 1024).set_aside
     # a long K on few tiles: a split is predicted faster than none
     c = tcsim.choose_tile(kernel10, 256, 4096, 16384, accumulate="f32")
     assert "split" in c.label
