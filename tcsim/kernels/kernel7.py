@@ -159,7 +159,7 @@ def program(m, p: GemmParams, plant: str = "") -> None:
             m.wgmma_wait(0)
             if not early_release:  # the last stage
                 m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)
-            if p.splits > 1:  # split-K: the last block of the tile sums the partials
+            if p.splits > 1:  # split-K: split S - 1's block adds the others' partials
                 if not split_k.arrive(m, p, t, acc):
                     continue
                 tma_epilogue.ask_first(t, plant)

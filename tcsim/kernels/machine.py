@@ -41,6 +41,7 @@ from .checks import (
 )
 from .hopper import HopperInstructions
 from .params import ELEMENT_BYTES, GemmParams, tile_count
+from .roles import DeadlockError
 
 WARP = 32
 
@@ -359,7 +360,8 @@ class Machine(HopperInstructions, ABC):
         that is not the tile's last adds one once its partial is written (``red.global.add``);
         the last (split ``splits - 1``) waits until the others' ``splits - 1`` have, and resets
         it for the next launch, as the twin does. The engines run the splits in order, so the
-        last finds them all written; a ValueError if not (an engine's or a schedule's bug)."""
+        last finds them all written; `DeadlockError` if not (on the GPU it would wait
+        forever)."""
         tiles_n = tile_count(self.N, self.params.block_n)
         keys = (self.block_rows * tiles_n + self.block_cols).tolist()
         if not last:
@@ -368,10 +370,11 @@ class Machine(HopperInstructions, ABC):
             return
         missing = [k for k in keys if self.arrivals.get(k, 0) != self.params.splits - 1]
         if missing:
-            raise ValueError(f"{self.kernel} site {site!r}: the last split of tile "
-                             f"{divmod(missing[0], tiles_n)} finds "
-                             f"{self.arrivals.get(missing[0], 0)} of the "
-                             f"{self.params.splits - 1} other partials written")
+            raise DeadlockError(f"{self.kernel} site {site!r}: the last split of tile "
+                                f"{divmod(missing[0], tiles_n)} waits for "
+                                f"{self.params.splits - 1} partials written and finds "
+                                f"{self.arrivals.get(missing[0], 0)}: it would wait forever",
+                                site=site)
         for k in keys:
             self.arrivals[k] = 0
 

@@ -155,3 +155,17 @@ def test_choose_tile_weighs_split_k_with_f32_accumulators():
     # a long K on few tiles: a split is predicted faster than none
     c = tcsim.choose_tile(kernel10, 256, 4096, 16384, accumulate="f32")
     assert "split" in c.label
+
+
+def test_a_reducer_that_finds_partials_missing_is_a_deadlock(rng, monkeypatch):
+    """Run the splits out of order (the reducer first): on the GPU it would wait forever; the
+    simulator names it."""
+    from tcsim.kernels import executor
+
+    original = executor.block_units
+    monkeypatch.setattr(executor, "block_units",
+                        lambda p, M, N: original(p, M, N)[::-1])
+    A = rng.standard_normal((64, 192)).astype(np.float16)
+    B = rng.standard_normal((192, 256)).astype(np.float16)
+    with pytest.raises(tcsim.SimulationError, match="waits for 2 partials written and finds 0"):
+        tcsim.run(kernel10, A, B, accumulate="f32", splits=3)
