@@ -98,9 +98,9 @@ class GemmParams:
     # "SA" and "SB" in global memory); 0: one scale each, per tensor.
     row_scales: int = 0
     # split-K (kernel10, `tcsim.kernels.split_k`): s > 1 splits each tile's K tiles into s
-    # contiguous ranges, one block per (tile, range); their f32 partials are summed in range
-    # order by the last block to finish the tile. One block per (tile, range): with s > 1,
-    # ``persistent_blocks`` does not apply.
+    # contiguous ranges, one block per (tile, range); the block of the last range adds the
+    # others' f32 partials to its own in range order. With s > 1 ``persistent_blocks`` does
+    # not apply.
     splits: int = 1
 
     def __post_init__(self) -> None:

@@ -48,7 +48,8 @@ def block_units(p: GemmParams, M: int, N: int) -> list[tuple[int, np.ndarray, np
     """`block_tiles` with each group's split: [(split, rows, cols)]. Split-K's blocks compute
     one tile each, split by split in order (split s of the tiles in `tile_order`'s order
     is blocks s * tiles ...): the order in which a simulator runs them, so that split
-    ``splits - 1`` is each tile's last (`tcsim.kernels.split_k`)."""
+    ``splits - 1``, which reduces, finds the others' partials written
+    (`tcsim.kernels.split_k`)."""
     if p.splits == 1:
         return [(0, rows, cols) for rows, cols in block_tiles(p, M, N)]
     rows, cols = tile_order(p, M, N)

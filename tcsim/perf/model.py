@@ -30,6 +30,9 @@ and the block's chain per K tile, what one block waits for when it is alone on t
 - after each barrier, the refill: the barrier, a shared-memory and an mma latency, and the
   shared-memory stores of the next tile (synchronous stores happen between the barriers, while
   no warp of the block computes).
+- split-K (``splits`` > 1): a block is a (tile, split) pair over its split's K tiles; after
+  them the reducing block waits for another SM's partial and loads the S - 1 partials
+  (`_reduction_cycles`), and only it runs the epilogue.
 - after the last K tile, the epilogue (the C and D sites): a global latency when it reads C,
   its L1 sectors and its shared wavefronts. A TMA store is asynchronous and not waited for.
   A TMA-fed kernel's blocks run in step, so they reach their epilogues together: each waits
@@ -214,7 +217,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         # TMA-fed blocks of a wave run in step and reach their epilogues together: the D
         # tiles of every busy SM go through L2 at once (module docstring).
         burst = _epilogue_burst(sites, tiles, busy / splits, hz, g) if tma else 0.0
-        # split-K: the last block of a tile waits for the others' partials and reads them
+        # split-K: the reducing block of a tile waits for the others' partials and reads them
         reduction = _reduction_cycles(sites, tiles, splits, busy, hz, g)
         latency_block = chain * k_tiles + reduction + epilogue + burst
         # the pipeline's fill: a block's first K tile waits for its copies' latency, transfer
