@@ -26,8 +26,8 @@ from .model import Explanation
 # the tiles: more SMs busy on small and skinny problems, more L2 traffic per flop on large ones.
 WGMMA_TILES = {"128x256": {}, "64x256": {"block_m": 64}}
 # kernel10 also splits K (`tcsim.kernels.split_k`): S times the blocks, each over 1/S of K,
-# for f32 accumulators; the model charges the partials' trip through L2 and the last block's
-# wait for them. With f16 accumulators these candidates are refused.
+# for f32 accumulators; the model charges the partials' trip through L2 and the reducer's
+# wait for them. With f16 accumulators these candidates are set aside (`Choice.set_aside`).
 SPLIT_K = (2, 3, 4)
 TILE_VARIANTS: dict[str, dict[str, dict]] = {
     **{name: WGMMA_TILES for name in ("kernel7", "kernel8", "kernel9")},

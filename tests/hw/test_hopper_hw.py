@@ -133,8 +133,8 @@ def test_beta_zero_ignores_c_on_the_gpu(name, accumulate, beta, rng):
 
 
 # Split-K (kernel10 with splits > 1, tcsim.kernels.split_k): one block per (tile, K range),
-# the last block of a tile sums the f32 partials in split order. Ragged M, N and K ranges of
-# unequal length; a second launch on the same workspace and counters (the last block resets
+# split S - 1's block adds the others' f32 partials in split order. Ragged M, N and K ranges of
+# unequal length; a second launch on the same workspace and counters (the reducing block resets
 # them) gives the same bits.
 SPLIT_K = [((1024, 1024, 1024), 2, 64), ((200, 520, 1000), 3, 128), ((130, 264, 4104), 4, 64),
            ((384, 768, 448), 5, 128)]
@@ -153,7 +153,7 @@ def test_split_k_matches_the_cuda_twin_bit_for_bit(shape, splits, block_m, rng):
     spec = twin_launch("kernel10", A, B, C, alpha, beta, **options)
     args = launch(spec)
     got = cupy.asnumpy(args[3]).view(np.uint16)
-    counters_left = int(cupy.asnumpy(args[10]).any())  # reset by each tile's last block
+    counters_left = int(cupy.asnumpy(args[10]).any())  # reset by each tile's reducing block
     launcher(spec, args)()
     again = cupy.asnumpy(args[3]).view(np.uint16)
     differ = int((sim != got).sum())

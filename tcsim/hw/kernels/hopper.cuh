@@ -600,7 +600,7 @@ __device__ __forceinline__ void ld_global_cg_v4_f32(float (&r)[4], const float* 
 #pragma unroll
   for (int e = 0; e < 4; e++) r[e] = __uint_as_float(u[e]);
 }
-#ifndef PLANT_SPLIT_ORDER  // the last block sums the partials in reverse split order
+#ifndef PLANT_SPLIT_ORDER  // the reducing block adds the others from p[S-2] down to p0
 #define PLANT_SPLIT_ORDER 0
 #endif
 
