@@ -6,10 +6,11 @@
                                                              # constants on FIT_SHAPES
 
 ``--measure`` times, at each shape, torch.matmul (cuBLAS; f16 in, f32 accumulation, f16 out)
-and kernel10's twin in every tile variant of `VARIANTS` that divides the shape, for each
-accumulator type, in interleaved rounds (`bench_gpu.interleaved_medians`: one launch of each
-per round, three rotating input sets, a spin-kernel lead), and checks one random block tile of
-each variant bit for bit against `tcsim.run`. ``--table`` adds explain's prediction for each
+and kernel10's twin in every tile variant of `VARIANTS` that divides the shape (split-K's
+with f32 accumulators only; ``--variants`` picks some), for each accumulator type, in
+interleaved rounds (`bench_gpu.interleaved_medians`: one launch of each per round, three
+rotating input sets, a spin-kernel lead), and checks one random block tile of each variant bit
+for bit against `tcsim.run`. ``--table`` adds explain's prediction for each
 measured case (no GPU needed) and prints shape, variant, TFLOP/s, % of cuBLAS, predicted time
 and error, and the model's limiter; the best variant of each shape and accumulator is marked.
 ``--fit`` searches the speed model's three fitted constants (gpus.json's ``launch_seconds``,
@@ -44,7 +45,8 @@ FITTED = {"launch_seconds": [x * 1e-6 for x in np.arange(3.0, 7.01, 0.25)],
           "dram_tma_gemm_bytes_per_s": [x * 1e12 for x in np.arange(2.0, 3.21, 0.1)]}
 
 
-def measure(path: str, shapes, runs: int, accumulate: list[str]) -> None:
+def measure(path: str, shapes, runs: int, accumulate: list[str],
+            variants: list[str] | None = None) -> None:
     import bench_gpu  # this folder's: the timing and the check of the speed table
     import cupy
 
@@ -59,9 +61,14 @@ def measure(path: str, shapes, runs: int, accumulate: list[str]) -> None:
         contenders = {("torch", "f32"): references["torch", "f32"]}
         params = {}
         for label, overrides in VARIANTS.items():
+            if variants and label not in variants:
+                continue
             for acc in accumulate:
+                if overrides.get("splits", 1) > 1 and acc != "f32":
+                    continue  # split-K sums f32 partials (tcsim.kernels.split_k)
                 p = kernel.params(accumulate=acc, **overrides)
-                if M % p.block_m or N % p.block_n or K % p.block_k:
+                if M % p.block_m or N % p.block_n or K % p.block_k or \
+                        p.splits > K // p.block_k:
                     continue
                 params[label, acc] = p
                 contenders[label, acc] = partial(bench_gpu._kernel, [launcher(device_launch(
@@ -171,11 +178,13 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
     p.add_argument("--accumulate", nargs="*", default=["f16", "f32"])
+    p.add_argument("--variants", nargs="*", default=None,
+                   help="labels of VARIANTS to measure (default: all), e.g. '64x256 split 2'")
     args = p.parse_args()
     if args.measure:
         shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
             else SWEEP
-        measure(args.measure, shapes, args.runs, args.accumulate)
+        measure(args.measure, shapes, args.runs, args.accumulate, args.variants)
     if args.table:
         print(render(table(args.table)))
     if args.fit:

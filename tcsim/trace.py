@@ -423,11 +423,11 @@ class Tracer(Counter, Machine):
         self.barriers = 0  # barriers inside the K loop, weighted like everything else
         self.fragments_early = 0  # 1: fragments are loaded a warp_k step ahead of their mma
 
-    def begin_blocks(self, rows, cols) -> None:
+    def begin_blocks(self, rows, cols, split: int = 0) -> None:
         if self.report.mode == "off" or self.exhaustive:
-            super().begin_blocks(rows, cols)
+            super().begin_blocks(rows, cols, split)
         else:  # representative iterations: no race or initialization bookkeeping
-            Machine.begin_blocks(self, rows, cols)
+            Machine.begin_blocks(self, rows, cols, split)
             self.checker = None
 
     def k_tiles(self, start: int = 0, stop: int | None = None) -> Iterator[int]:
@@ -604,10 +604,11 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
     label = f"tcsim.trace {kernel.name} M={tracer.M} N={tracer.N} K={tracer.K}"
     with progress(len(blocks), label) as tick:  # exhaustive traces of large problems take long
         for row, col, count in blocks:
-            tracer.blocks = count
-            tracer.begin_blocks(np.array([row]), np.array([col]))
-            kernel.issue(tracer)
-            tracer.end_blocks()
+            for split in range(p.splits):  # split-K: each split of the tile, in order
+                tracer.blocks = count
+                tracer.begin_blocks(np.array([row]), np.array([col]), split)
+                kernel.issue(tracer)
+                tracer.end_blocks()
             tick(1)
     tiles = tracer.k_tile_count
     pipeline = {"k_tiles": tiles, "prefetch": tracer.prefetch,

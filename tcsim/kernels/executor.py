@@ -24,9 +24,10 @@ from .checks import UnwrittenOutputError
 from .happens_before import PhaseChecker
 from .kernel import Kernel
 from .machine import OFF, Machine
-from .params import DTYPES, GemmParams, ProblemSizeError
+from .params import DTYPES, GemmParams, ProblemSizeError, tile_count
 from .roles import Waiting, interleave
-from .scheduler import block_tiles
+from .scheduler import block_units
+from .split_k import k_range, workspace_bytes
 
 MAX_REGISTER_BYTES = 256 << 20  # a bound on one group's accumulators, to size the groups
 
@@ -42,14 +43,16 @@ class Executor(Machine):
         self.alpha, self.beta = np.float32(alpha), np.float32(beta)
         self.memory = {"A": A.reshape(-1), "B": B.reshape(-1), "C": C.reshape(-1),
                        "D": D.reshape(-1)}
+        if "W" in self.shapes:  # split-K's f32 partials (`tcsim.kernels.split_k`)
+            self.memory["W"] = np.zeros(np.prod(self.shapes["W"]), np.uint32)
         if scales is not None:  # fp8's row-wise scales, f32 bits
             self.memory.update(SA=scales[0].view(np.uint32), SB=scales[1].view(np.uint32))
         self.stored = np.zeros(D.size, bool)  # D's elements some instruction stored
         self.progress = _Share(lambda done: None, 0)  # `execute` gives each group its share
         self.role = None  # the role running now (warp-specialized kernels)
 
-    def begin_blocks(self, rows, cols) -> None:
-        super().begin_blocks(rows, cols)
+    def begin_blocks(self, rows, cols, split: int = 0) -> None:
+        super().begin_blocks(rows, cols, split)
         self.shared = np.zeros((self.block_rows.size, -(-self.shared_bytes // 4)), np.uint32)
         self.local = None  # each thread's local memory, made by the first local access
         # Roles order their accesses through mbarrier phases: happens-before, not intervals.
@@ -325,8 +328,9 @@ def check_operands(kernel: Kernel, p: GemmParams, A, B, C) -> tuple[np.ndarray, 
     p.check_problem(M, N, K, kernel.name)
     # A, B and C in one contiguous copy each (at worst), and D: refused before any of them.
     a, b, c = (p.element_bytes(x) for x in "ABC")
-    check_memory(a * M * K + b * K * N + 2 * c * M * N, f"{kernel.name} on M={M}, N={N}, K={K}",
-                 error=ProblemSizeError)
+    workspace = workspace_bytes(p, M, N) if p.splits > 1 else 0  # split-K's partials
+    check_memory(a * M * K + b * K * N + 2 * c * M * N + workspace,
+                 f"{kernel.name} on M={M}, N={N}, K={K}", error=ProblemSizeError)
     return A, B, np.zeros((M, N), p.output_dtype) if C is None else C
 
 
@@ -351,18 +355,20 @@ def execute(kernel, params: GemmParams, A, B, C, alpha: float, beta: float,
     D = np.zeros_like(C)
     ex = Executor(kernel.name, params, A, B, C, D, np.float32(alpha), np.float32(beta), checks,
                   kernel.shared_bytes(params), scales)
-    groups = block_tiles(params, ex.M, ex.N)
+    groups = block_units(params, ex.M, ex.N)
     acc_bytes = params.warps * params.warp_m * params.warp_n * (2 if params.accumulate == "f16"
                                                                 else 4)
     local_bytes = params.threads * kernel.local_bytes(params)
     # temporaries are several times acc
     group = max(1, MAX_REGISTER_BYTES // (8 * acc_bytes + local_bytes))
-    work = sum(rows.size for rows, _ in groups) * ex.k_tile_count  # K tiles of every tile
+    k_tiles = tile_count(ex.K, params.block_k)
+    work = sum(rows.size * np.subtract(*k_range(k_tiles, params.splits, split)[::-1])
+               for split, rows, _ in groups)  # K tiles of every tile (and split)
     label = f"tcsim.run {kernel.name} M={ex.M} N={ex.N} K={ex.K}"
     with progress(work, label) as tick:
-        for rows, cols in groups:
+        for split, rows, cols in groups:
             for start in range(0, rows.shape[0], group):
-                ex.begin_blocks(rows[start:start + group], cols[start:start + group])
+                ex.begin_blocks(rows[start:start + group], cols[start:start + group], split)
                 ex.progress = _Share(tick, rows[start:start + group].size * ex.k_tile_count)
                 kernel.issue(ex)
                 ex.end_blocks()

@@ -112,8 +112,9 @@ class HopperInstructions:
                 f"{self.shared_bytes} bytes", site=site, address=address)
         p = self.params
         tile = (self.block_rows * p.block_m, self.block_cols * p.block_n)
-        b = (tile[1], k_tile * p.block_k) if p.b_k_major else (k_tile * p.block_k, tile[1])
-        origin_rows, origin_cols = {"A": (tile[0], k_tile * p.block_k),
+        k = (self.k_first + k_tile) * p.block_k  # split-K: the split's K tiles
+        b = (tile[1], k) if p.b_k_major else (k, tile[1])
+        origin_rows, origin_cols = {"A": (tile[0], k),
                                     "B": b}.get(operand, tile)
         rows = np.broadcast_to(origin_rows + rows, self.block_rows.shape)
         cols = np.broadcast_to(origin_cols + cols, self.block_rows.shape)

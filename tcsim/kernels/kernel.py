@@ -144,6 +144,8 @@ class Kernel:
             if p.store_buffers:
                 out["TMA_STORE_EPILOGUE"] = 1
                 out["STORE_BUFFERS"] = p.store_buffers
+            if p.splits > 1:  # split-K (tcsim.kernels.split_k)
+                out["SPLITS"] = p.splits
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         out.update(self.options)
         for tile in self.tiles(p):  # none for a kernel without shared tiles

@@ -34,6 +34,7 @@ from ..isa.fragments import mma_fragment
 from ..isa.wgmma import wgmma_fragment
 from ..memory.descriptors import MatrixDescriptor, SwizzleMode
 from ..memory.tma import TensorMap
+from . import split_k
 from .blocks import epilogue
 from .hopper import BARRIER_BYTES
 from .kernel import Kernel, require
@@ -144,8 +145,9 @@ def program(m, p: GemmParams, plant: str = "") -> None:
     def consumers():
         fragment = wgmma_fragment(qualifier, "d")
         # kernel10 asks for C after the wgmma of K tile `early` (a loop of its own: the
-        # tracer counts one iteration of a loop for all of them)
-        early = max(n - 1 - C_EARLY, 0) if tma_epilogue else n
+        # tracer counts one iteration of a loop for all of them); with split-K, once the
+        # block knows it is its tile's last
+        early = max(n - 1 - C_EARLY, 0) if tma_epilogue and p.splits == 1 else n
         for t in m.tiles():
             acc = m.zeros(p.consumers, 128, fragment.registers)
             for k in m.k_tiles(0, early):
@@ -157,6 +159,11 @@ def program(m, p: GemmParams, plant: str = "") -> None:
             m.wgmma_wait(0)
             if not early_release:  # the last stage
                 m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)
+            if p.splits > 1:  # split-K: split S - 1's block adds the others' partials
+                if not split_k.arrive(m, p, t, acc):
+                    continue
+                tma_epilogue.ask_first(t, plant)
+                acc = split_k.reduce(m, p, t, acc, reverse=plant == "split_order")
             if tma_epilogue:
                 yield from tma_epilogue.run(t, acc, plant)
                 continue

@@ -31,6 +31,7 @@ from ..isa.validate import INT64_LIMIT, integer_array
 from ..isa.wmma import parse_wmma
 from ..isa.wmma.lowering import element_offsets, lower, memory_coords
 from ..memory.access import parse_instruction
+from . import split_k
 from .checks import (
     DivergentWarpError,
     GlobalMemoryError,
@@ -41,6 +42,7 @@ from .checks import (
 )
 from .hopper import HopperInstructions
 from .params import ELEMENT_BYTES, GemmParams, tile_count
+from .roles import DeadlockError
 
 WARP = 32
 
@@ -90,6 +92,9 @@ class Machine(HopperInstructions, ABC):
         # for fp8: N rows of K)
         self.shapes = {"A": (M, K), "B": (N, K) if params.b_k_major else (K, N),
                        "C": (M, N), "D": (M, N), "SA": (M, 1), "SB": (1, N)}
+        if params.splits > 1:  # split-K's f32 partials (`tcsim.kernels.split_k`)
+            self.shapes["W"] = split_k.workspace_shape(params, M, N)
+        self.arrivals: dict[int, int] = {}  # split-K: each tile's count of written partials
         self.alpha, self.beta = np.float32(1), np.float32(0)  # the epilogue's scalars
         self.report = Report(kernel, checks)
         self.active = np.ones(WARP, bool)  # lanes that execute (see `lanes`)
@@ -105,12 +110,17 @@ class Machine(HopperInstructions, ABC):
 
     @property
     def k_tile_count(self) -> int:
-        return tile_count(self.K, self.params.block_k)
+        """The K tiles the blocks in flight multiply: all of K's, or their split's range."""
+        return self.k_stop - self.k_first
 
-    def begin_blocks(self, rows: np.ndarray, cols: np.ndarray) -> None:
+    def begin_blocks(self, rows: np.ndarray, cols: np.ndarray, split: int = 0) -> None:
         """The blocks in flight from now on: tile indices along M and N, (blocks,), or
         (blocks, tiles) for blocks that compute several tiles in turn (`tiles`); fresh shared
-        state."""
+        state. With split-K, all of them compute split ``split`` of their tiles: K tile k of
+        the schedule is K tile ``k_first + k`` of the matrices."""
+        self.split = split
+        self.k_first, self.k_stop = split_k.k_range(
+            tile_count(self.K, self.params.block_k), self.params.splits, split)
         self.tile_rows, self.tile_cols = (np.asarray(x).reshape(np.shape(x)[0], -1)
                                           for x in (rows, cols))
         self.block_rows, self.block_cols = self.tile_rows[:, 0], self.tile_cols[:, 0]
@@ -388,6 +398,29 @@ class Machine(HopperInstructions, ABC):
                              f"{a.shape[:-2]}, B {b.shape[:-2]} and C {c.shape[:-2]} (the axes "
                              f"left of the lanes) do not broadcast") from None
 
+    def split_written(self, site: str, last: bool) -> None:
+        """Split-K's counter of each block's tile (inside ``m.tile``), by one thread: a block
+        that is not the tile's last adds one once its partial is written (``red.global.add``);
+        the last (split ``splits - 1``) waits until the others' ``splits - 1`` have, and resets
+        it for the next launch, as the twin does. The engines run the splits in order, so the
+        last finds them all written; `DeadlockError` if not (on the GPU it would wait
+        forever)."""
+        tiles_n = tile_count(self.N, self.params.block_n)
+        keys = (self.block_rows * tiles_n + self.block_cols).tolist()
+        if not last:
+            for k in keys:
+                self.arrivals[k] = self.arrivals.get(k, 0) + 1
+            return
+        missing = [k for k in keys if self.arrivals.get(k, 0) != self.params.splits - 1]
+        if missing:
+            raise DeadlockError(f"{self.kernel} site {site!r}: the last split of tile "
+                                f"{divmod(missing[0], tiles_n)} waits for "
+                                f"{self.params.splits - 1} partials written and finds "
+                                f"{self.arrivals.get(missing[0], 0)}: it would wait forever",
+                                site=site)
+        for k in keys:
+            self.arrivals[k] = 0
+
     def fragments_ahead(self) -> None:
         """The schedule loads the next warp_k step's fragments before this step's mma (register
         double buffering). Nothing to execute; the tracer records it for the speed model."""
@@ -559,7 +592,7 @@ class Machine(HopperInstructions, ABC):
         expand = (-1,) + (1,) * rows.ndim
         bm = self.block_rows.reshape(expand) * p.block_m
         bn = self.block_cols.reshape(expand) * p.block_n
-        bk = k_tile * p.block_k
+        bk = (self.k_first + k_tile) * p.block_k
         if operand == "A":
             r, c = bm + rows, bk + cols
         elif operand == "B":
@@ -568,6 +601,10 @@ class Machine(HopperInstructions, ABC):
             r, c = bm + rows, cols
         elif operand == "SB":
             r, c = rows, bn + cols
+        elif operand == "W":  # split-K's workspace: the tile's rows (`split_k.workspace_shape`)
+            tiles_n = tile_count(self.N, p.block_n)
+            tile = self.block_rows.reshape(expand) * tiles_n + self.block_cols.reshape(expand)
+            r, c = tile * split_k.rows_per_tile(p) + rows, cols + 0 * bn
         else:
             r, c = bm + rows, bn + cols
         nrows, ncols = self.shapes[operand]

@@ -97,6 +97,11 @@ class GemmParams:
     # 1: fp8's row-wise scales, scale_a per row of A and scale_b per column of B (f32 vectors
     # "SA" and "SB" in global memory); 0: one scale each, per tensor.
     row_scales: int = 0
+    # split-K (kernel10, `tcsim.kernels.split_k`): s > 1 splits each tile's K tiles into s
+    # contiguous ranges, one block per (tile, range); the block of the last range adds the
+    # others' f32 partials to its own in range order. With s > 1 ``persistent_blocks`` does
+    # not apply.
+    splits: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -163,6 +168,12 @@ class GemmParams:
             "whose block_n is a multiple of 64, and no staged_epilogue, got "
             f"store_buffers={self.store_buffers}, producers={self.producers}, "
             f"block_n={self.block_n}, staged_epilogue={self.staged_epilogue}")
+        self._require(self.splits == 1 or self.store_buffers,
+                      f"splits={self.splits} (split-K) runs on kernel10's TMA epilogue: it needs "
+                      f"store_buffers > 0, got {self.store_buffers}")
+        self._require(self.splits == 1 or self.accumulate == "f32",
+                      f"splits={self.splits} (split-K) sums f32 partials: it needs "
+                      f"accumulate='f32', got {self.accumulate!r}")
         copied_by_threads = self.stages and not self.producers  # TMA copies whole tiles
         for name, rows, cols in (("A", self.block_m, self.block_k),
                                  ("B", self.block_k, self.block_n))[:2 if copied_by_threads else 0]:
@@ -265,7 +276,7 @@ class GemmParams:
 
     def element_bytes(self, operand: str) -> int:
         """Bytes of one element of global operand "A", "B", "C" or "D"."""
-        if operand in ("SA", "SB"):  # fp8's row-wise scales
+        if operand in ("SA", "SB", "W"):  # fp8's row-wise scales; split-K's f32 partials
             return 4
         kind = {"A": self.inputs, "B": self.b_inputs}.get(operand, self.output)
         return TYPE_BYTES[kind]
@@ -358,6 +369,10 @@ class GemmParams:
                            why=" (the CUDA twin takes int sizes)", error=ProblemSizeError,
                            type_error=ProblemSizeError)
                    for name, value in (("M", M), ("N", N), ("K", K)))
+        if self.splits > tile_count(K, self.block_k):
+            raise ProblemSizeError(
+                f"{kernel}: splits={self.splits} exceeds K's {tile_count(K, self.block_k)} K "
+                f"tiles (K={K}, block_k={self.block_k}): every split takes at least one K tile")
         if self.ragged:
             # A is M x K and B, C, D are . x N, row-major: TMA needs each row's pitch in whole
             # 16-byte units (cuTensorMapEncodeTiled); M is free.

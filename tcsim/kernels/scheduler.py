@@ -36,9 +36,24 @@ def tile_order(p: GemmParams, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def blocks_launched(p: GemmParams, M: int, N: int) -> int:
-    """The grid's size: one block per tile, or the persistent blocks (at most one per tile)."""
+    """The grid's size: one block per tile, or the persistent blocks (at most one per tile);
+    with split-K, one block per (tile, split) (`tcsim.kernels.split_k`)."""
     tiles = tile_count(M, p.block_m) * tile_count(N, p.block_n)
+    if p.splits > 1:
+        return tiles * p.splits
     return min(tiles, p.persistent_blocks) if p.persistent_blocks else tiles
+
+
+def block_units(p: GemmParams, M: int, N: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """`block_tiles` with each group's split: [(split, rows, cols)]. Split-K's blocks compute
+    one tile each, split by split in order (split s of the tiles in `tile_order`'s order
+    is blocks s * tiles ...): the order in which a simulator runs them, so that split
+    ``splits - 1``, which reduces, finds the others' partials written
+    (`tcsim.kernels.split_k`)."""
+    if p.splits == 1:
+        return [(0, rows, cols) for rows, cols in block_tiles(p, M, N)]
+    rows, cols = tile_order(p, M, N)
+    return [(s, rows[:, None], cols[:, None]) for s in range(p.splits)]
 
 
 def block_tiles(p: GemmParams, M: int, N: int) -> list[tuple[np.ndarray, np.ndarray]]:

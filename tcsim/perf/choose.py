@@ -25,8 +25,14 @@ from .model import Explanation
 # consumer warpgroups (the kernels' default), or on 64 x 256 tiles with one, which makes twice
 # the tiles: more SMs busy on small and skinny problems, more L2 traffic per flop on large ones.
 WGMMA_TILES = {"128x256": {}, "64x256": {"block_m": 64}}
+# kernel10 also splits K (`tcsim.kernels.split_k`): S times the blocks, each over 1/S of K,
+# for f32 accumulators; the model charges the partials' trip through L2 and the reducer's
+# wait for them. With f16 accumulators these candidates are set aside (`Choice.set_aside`).
+SPLIT_K = (2, 3, 4)
 TILE_VARIANTS: dict[str, dict[str, dict]] = {
-    name: WGMMA_TILES for name in ("kernel7", "kernel8", "kernel9", "kernel10")}
+    **{name: WGMMA_TILES for name in ("kernel7", "kernel8", "kernel9")},
+    "kernel10": {**WGMMA_TILES, **{f"{label} split {s}": {**tile, "splits": s}
+                                   for label, tile in WGMMA_TILES.items() for s in SPLIT_K}}}
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class Choice:
     params: dict
     explanations: dict[str, Explanation]
     refused: dict[str, str]
+    set_aside: tuple[str, ...] = ()  # default variants these parameters do not run (split-K)
 
     @property
     def explanation(self) -> Explanation:
@@ -56,6 +63,9 @@ class Choice:
             lines.append(f"{mark} {label}: {_in_words(e)}")
         for label, why in self.refused.items():
             lines.append(f"   {label}: cannot run or explain this problem ({why})")
+        if self.set_aside:
+            lines.append(f"   ({len(self.set_aside)} split-K variants not weighed: they sum "
+                         "f32 partials; give accumulate='f32', or --accumulate f32)")
         others = [e.seconds for label, e in self.explanations.items() if label != self.label]
         if others:
             lines.append(f"   {self.label} is predicted {min(others) / best.seconds:.2f}x as "
@@ -73,14 +83,19 @@ def choose_tile(kernel, M: int, N: int, K: int, *,
     """The tile variant of ``kernel`` (a `Kernel` or its name) that `explain` predicts fastest
     on (M, N, K). ``candidates``: label -> tile parameter overrides, by default the kernel's
     `TILE_VARIANTS` (a kernel without any has its own tiles as the one candidate); ``params``
-    (accumulate=..., stages=...) apply to every candidate; ``beta`` as in `tcsim.trace`."""
+    (accumulate=..., stages=...) apply to every candidate; ``beta`` as in `tcsim.trace`.
+    kernel10's variants include split-K (``splits`` 2, 3, 4 on each tile), candidates with
+    f32 accumulators only (`default_candidates`)."""
     from ..kernels import ProblemSizeError, kernel_named
     from ..trace import trace
 
     k = kernel_named(kernel)
     g = gpu_named(gpu)
+    set_aside: tuple[str, ...] = ()
     if candidates is None:
-        candidates = TILE_VARIANTS.get(k.name) or {_label(k.params(**params)): {}}
+        candidates = default_candidates(k, params)
+        set_aside = tuple(label for label in TILE_VARIANTS.get(k.name, {})
+                          if label not in candidates)
     if not isinstance(candidates, Mapping) or not candidates:
         raise ValueError(f"candidates must be a non-empty mapping of label -> tile parameters, "
                          f"got {candidates!r}")
@@ -103,7 +118,18 @@ def choose_tile(kernel, M: int, N: int, K: int, *,
                                f"M={M} N={N} K={K}: "
                                + "; ".join(f"{label}: {why}" for label, why in refused.items()))
     best = min(explanations, key=lambda label: explanations[label].seconds)
-    return Choice(k.name, (M, N, K), best, dict(candidates[best]), explanations, refused)
+    return Choice(k.name, (M, N, K), best, dict(candidates[best]), explanations, refused,
+                  set_aside)
+
+
+def default_candidates(kernel, params: Mapping) -> dict[str, dict]:
+    """The kernel's `TILE_VARIANTS` (its own tiles when it has none); split-K's only with f32
+    accumulators, the ones it runs with."""
+    variants = TILE_VARIANTS.get(kernel.name)
+    if not variants:
+        return {_label(kernel.params(**params)): {}}
+    f32 = params.get("accumulate", kernel.defaults.accumulate) == "f32"
+    return {label: v for label, v in variants.items() if f32 or v.get("splits", 1) == 1}
 
 
 def _label(p) -> str:
@@ -115,6 +141,10 @@ def _in_words(e: Explanation) -> str:
     busy, tiles = d["busy_sms"], d["tiles"]
     rounds = (f"{e.waves} wave{'s' if e.waves > 1 else ''}" if e.full_waves == e.waves else
               f"{e.waves} waves, the last {e.full_waves - e.waves + 1:.0%} full")
-    return (f"{tiles} tiles over {busy} SMs ({rounds}) at {d['clock_hz'] / 1e9:.2f} GHz, "
+    if d.get("splits", 1) > 1:
+        tiles = f"{tiles} tiles x {d['splits']} splits of K = {d['blocks']} blocks"
+    else:
+        tiles = f"{tiles} tiles"
+    return (f"{tiles} over {busy} SMs ({rounds}) at {d['clock_hz'] / 1e9:.2f} GHz, "
             f"predicted {e.seconds * 1e3:.3f} ms ({e.tflops:.0f} TFLOP/s), limited by "
             f"{e.limiter}")

@@ -30,6 +30,9 @@ and the block's chain per K tile, what one block waits for when it is alone on t
 - after each barrier, the refill: the barrier, a shared-memory and an mma latency, and the
   shared-memory stores of the next tile (synchronous stores happen between the barriers, while
   no warp of the block computes).
+- split-K (``splits`` > 1): a block is a (tile, split) pair over its split's K tiles; after
+  them the reducing block waits for another SM's partial and loads the S - 1 partials
+  (`_reduction_cycles`), and only it runs the epilogue.
 - after the last K tile, the epilogue (the C and D sites): a global latency when it reads C,
   its L1 sectors and its shared wavefronts. A TMA store is asynchronous and not waited for.
   A TMA-fed kernel's blocks run in step, so they reach their epilogues together: each waits
@@ -149,22 +152,24 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), shared)
     B, sms = occ.blocks_per_sm, int(g["sms"])
     tiles = -(-M // p.block_m) * -(-N // p.block_n)  # ragged Hopper shapes: a partial last tile
+    splits = p.splits  # split-K: a block per (tile, split), each over its split's K tiles
+    blocks = tiles * splits
     concurrent = min(B * sms, blocks_launched(p, M, N))
     busy = min(sms, concurrent)  # SMs with a block (spread one a SM first); the others idle
     k_tiles = max(trace.pipeline.get("k_tiles", K // p.block_k), 1)
 
     # One tile's work per unit, in SM cycles; the mainloop's alone (A, B and the mma) for the chain.
     work = _work(sites, g)
-    per_block = {u: c / tiles for u, c in work.items()}
-    mainloop = [s for s in sites if not _epilogue(s)]
-    main = {u: c / tiles for u, c in _work(mainloop, g).items()}
+    per_block = {u: c / blocks for u, c in work.items()}
+    mainloop = [s for s in sites if not _epilogue(s) and not _partial(s)]
+    main = {u: c / blocks for u, c in _work(mainloop, g).items()}
 
     # Chip-wide: L2 and DRAM bytes.
     tma = any(s.space == "tma" for s in mainloop)  # the main loop's tiles arrive by TMA
     l1_misses = sum(s.l2_sectors for s in sites if s.space in L1_SPACES)
     tma_sectors = sum(s.sectors for s in sites if s.space in TMA_SPACES)
     l2_bytes = (l1_misses + tma_sectors) * SECTOR
-    dram_bytes, dram_share = _dram_bytes(p, M, N, K, concurrent, g)
+    dram_bytes, dram_share = _dram_bytes(p, M, N, K, max(concurrent // splits, 1), g)
     local = trace.pipeline.get("local_bytes_per_thread", 0) * concurrent * p.threads
     if local > g["l2_bytes"] / 2:  # the resident threads' local memory does not stay in L2
         dram_bytes += sum(s.sectors for s in sites if s.space == "local") * SECTOR
@@ -176,20 +181,20 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     prefetch = p.stages - 1 if tma else trace.pipeline.get("prefetch", 0)
     load_bytes = sum(s.l2_sectors if s.space in L1_SPACES else s.sectors
                      for s in mainloop if s.space in L1_SPACES + TMA_SPACES) \
-        * SECTOR / tiles / k_tiles
+        * SECTOR / blocks / k_tiles
     shared_rate = g["shared_wavefronts_per_cycle"]
-    fragments = sum(s.wavefronts for s in mainloop if _fragment_load(s)) / tiles / k_tiles \
+    fragments = sum(s.wavefronts for s in mainloop if _fragment_load(s)) / blocks / k_tiles \
         / shared_rate
     steps = max(p.block_k // p.warp_k, 1)
     fragment_wait = fragments / steps if trace.pipeline.get("fragments_ahead") else fragments
     compute = max(max(main.values()) / k_tiles, main["tensor"] / k_tiles + fragment_wait)
     barriers = trace.pipeline.get("barriers", 0)
-    stores = sum(s.wavefronts for s in mainloop if _shared_store(s)) / tiles / k_tiles \
+    stores = sum(s.wavefronts for s in mainloop if _shared_store(s)) / blocks / k_tiles \
         / shared_rate
     refill = barriers * (g["barrier_cycles"] + g["shared_latency_cycles"]
                          + g["mma_latency_cycles"]) + (stores if barriers else 0)
     epilogue = _epilogue_cycles(sites, tiles, g)
-    waves = math.ceil(tiles / concurrent)
+    waves = math.ceil(blocks / concurrent)
     busiest = max(per_block, key=per_block.get)
     per_sm = math.ceil(concurrent / sms)  # tiles in flight on the busiest SM
     dram_rate = g["dram_tma_gemm_bytes_per_s" if tma and "dram_tma_gemm_bytes_per_s" in
@@ -211,8 +216,10 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
             chain = max(latency_global / prefetch, transfer, compute) + refill
         # TMA-fed blocks of a wave run in step and reach their epilogues together: the D
         # tiles of every busy SM go through L2 at once (module docstring).
-        burst = _epilogue_burst(sites, tiles, busy, hz, g) if tma else 0.0
-        latency_block = chain * k_tiles + epilogue + burst
+        burst = _epilogue_burst(sites, tiles, busy / splits, hz, g) if tma else 0.0
+        # split-K: the reducing block of a tile waits for the others' partials and reads them
+        reduction = _reduction_cycles(sites, tiles, splits, busy, hz, g)
+        latency_block = chain * k_tiles + reduction + epilogue + burst
         # the pipeline's fill: a block's first K tile waits for its copies' latency, transfer
         fill = latency_global + transfer if tma else 0.0
         # The pipe does every block's work; one block's waits beyond its own work stay
@@ -225,6 +232,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         latency = (waves * exposed + fill) / hz
         seconds = launch + max(units[busiest] + latency, units["l2"], units["dram"])
         return {"transfer": transfer, "chain": chain, "burst": burst, "fill": fill,
+                "reduction": reduction,
                 "units": units, "latency": latency, "seconds": seconds}
 
     # The clock under the power cap falls while the kernel runs (`Gpu.clock_hz`): a short
@@ -237,15 +245,17 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
             break
     t = at(hz)
     units, latency, seconds, chain = t["units"], t["latency"], t["seconds"], t["chain"]
-    transfer, burst, fill = t["transfer"], t["burst"], t["fill"]
+    transfer, burst, fill, reduction = t["transfer"], t["burst"], t["fill"], t["reduction"]
     candidates = {**units, "latency": latency + launch}
     limiter = max(candidates, key=candidates.get)
     if candidates[limiter] < BUSY * seconds:  # Nsight Compute's rule: no unit 60% busy
         limiter = "latency"
     elif limiter == "l1" and units["shared"] >= SHARED_SHARE * units["l1"]:
         limiter = "shared"
-    full = tiles / concurrent
-    details = {"tiles": tiles, "per_block_cycles": per_block, "chain_cycles": chain,
+    full = blocks / concurrent
+    details = {"tiles": tiles, "splits": splits, "blocks": blocks,
+               "reduction_cycles": reduction, "per_block_cycles": per_block,
+               "chain_cycles": chain,
                "global_latency_cycles": latency_global, "transfer_cycles": transfer,
                "compute_cycles": compute, "refill_cycles": refill,
                "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
@@ -288,6 +298,29 @@ WARPGROUP_WARPS = 4  # a wgmma site counts warp instructions; the pipe's rate is
 def _epilogue(site) -> bool:
     """The C and D operands' sites: the epilogue, after the last K tile."""
     return site.name.startswith(("C_", "D_"))
+
+
+def _partial(site) -> bool:
+    """Split-K's partial stores and loads (`tcsim.kernels.split_k`): after the main loop,
+    before the epilogue."""
+    return site.name.startswith("partial_")
+
+
+def _reduction_cycles(sites, tiles: int, splits: int, busy: float, hz: float, g: Gpu) -> float:
+    """Split-K's wait at the end of a tile's K tiles (`tcsim.kernels.split_k`): the blocks of a
+    wave finish their K ranges together; S - 1 of each tile's S store their f32 partial P and
+    fence, then the reducing block, once the counter says so, loads the S - 1 partials. One
+    SM moves P, then (S - 1) P, at its L1's rate (``l1_sectors_per_cycle``), unless the
+    wave's partials through L2 at L2's rate take longer; four L2 round trips (the stores'
+    fence, the counter's add, the reducer's poll, its first load) come on top."""
+    stored = sum(s.sectors for s in sites if s.name == "partial_store") * SECTOR / tiles
+    moved = sum(s.sectors for s in sites if _partial(s)) * SECTOR / tiles  # stored + loaded
+    if not moved:
+        return 0.0
+    partial = stored / (splits - 1)  # one block's partial
+    one_sm = splits * partial / (SECTOR * g["l1_sectors_per_cycle"])
+    wave = moved / splits * busy / g["l2_bytes_per_s"] * hz  # busy / S tiles in a wave
+    return max(one_sm, wave) + 4 * g["l2_latency_cycles"]
 
 
 def _fragment_load(site) -> bool:
@@ -386,7 +419,9 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
         return (f"shared-memory bank conflicts: {wave / 1e6:,.1f}M wavefronts, "
                 f"{wave / max(ideal, 1):.1f}x the ideal {ideal / 1e6:,.1f}M")
     if limiter == "latency" and d["fixed_share"] >= SMALL:
-        return (f"a small problem: {d['tiles']} tile(s) keep {d['busy_sms']} of {d['sms']} SMs "
+        blocks = f" in {d['blocks']} blocks" if d["splits"] > 1 else ""
+        return (f"a small problem: {d['tiles']} tile(s){blocks} keep {d['busy_sms']} of "
+                f"{d['sms']} SMs "
                 f"busy; the launch's fixed cost ({d['launch_seconds'] * 1e6:.1f} us) and the "
                 f"pipeline's fill ({d['fill_cycles']:.0f} cycles) are {d['fixed_share']:.0%} "
                 "of the time")

@@ -132,6 +132,59 @@ def test_beta_zero_ignores_c_on_the_gpu(name, accumulate, beta, rng):
     assert (got[5] == 0x8000).all()
 
 
+# Split-K (kernel10 with splits > 1, tcsim.kernels.split_k): one block per (tile, K range),
+# split S - 1's block adds the others' f32 partials in split order. Ragged M, N and K ranges of
+# unequal length; a second launch on the same workspace and counters (the reducing block resets
+# them) gives the same bits.
+SPLIT_K = [((1024, 1024, 1024), 2, 64), ((200, 520, 1000), 3, 128), ((130, 264, 4104), 4, 64),
+           ((384, 768, 448), 5, 128)]
+
+
+@pytest.mark.parametrize("shape, splits, block_m", SPLIT_K)
+def test_split_k_matches_the_cuda_twin_bit_for_bit(shape, splits, block_m, rng):
+    import cupy
+
+    from tcsim.hw.launch import launch, launcher
+
+    M, N, K = shape
+    A, B, C, alpha, beta = gemm_inputs(rng, M, N, K)
+    options = {"accumulate": "f32", "splits": splits, "block_m": block_m}
+    sim = tcsim.run("kernel10", A, B, C, alpha, beta, **options).view(np.uint16)
+    spec = twin_launch("kernel10", A, B, C, alpha, beta, **options)
+    args = launch(spec)
+    got = cupy.asnumpy(args[3]).view(np.uint16)
+    counters_left = int(cupy.asnumpy(args[10]).any())  # reset by each tile's reducing block
+    launcher(spec, args)()
+    again = cupy.asnumpy(args[3]).view(np.uint16)
+    differ = int((sim != got).sum())
+    log_hw({"test": "split_k", "kernel": "kernel10", "shape": [M, N, K], "splits": splits,
+            "block_m": block_m, "differ": differ, "elements": M * N,
+            "relaunch_differ": int((again != got).sum()), "device": runtime.device_name()})
+    assert differ == 0, f"splits={splits} {M}x{N}x{K}: {differ} of {M * N} differ"
+    assert not counters_left and np.array_equal(again, got)
+
+
+def test_split_k_sums_in_split_order_on_the_gpu(rng):
+    """Partials exact in f32 whose ordered sum rounds (tests/split_k_inputs.py): the twin gives
+    the reference's bits; with PLANT_SPLIT_ORDER (the other order) it does not, and gives the
+    planted schedule's."""
+    from split_k_inputs import order_inputs, reference, reversed_order
+
+    M, N, K, splits = 200, 264, 328, 3
+    A, B, ranges = order_inputs(rng, M, N, K, splits)
+    C = rng.integers(-8, 9, (M, N)).astype(np.float16)
+    want = reference(A, B, C, 1.0, 0.5, ranges).view(np.uint16)
+    options = {"accumulate": "f32", "splits": splits}
+    got = hw.run("kernel10", A, B, C, 1.0, 0.5, **options).view(np.uint16)
+    planted = hw.run(reversed_order, A, B, C, 1.0, 0.5, **options).view(np.uint16)
+    sim_planted = tcsim.run(reversed_order, A, B, C, 1.0, 0.5, **options).view(np.uint16)
+    log_hw({"test": "split_k_order", "differ": int((got != want).sum()),
+            "planted_differ": int((planted != want).sum()),
+            "planted_vs_model": int((planted != sim_planted).sum())})
+    assert np.array_equal(got, want)
+    assert not np.array_equal(planted, want) and np.array_equal(planted, sim_planted)
+
+
 # What Nsight Compute counts of the wgmma and TMA sites (HOPPER_METRICS, compared), and two
 # counts of the TMA pipe the trace does not predict (logged for the docs).
 OBSERVED = ("smsp__inst_executed_pipe_tma.sum", "l1tex__m_xbar2l1tex_read_sectors_pipe_tma.sum")
@@ -180,6 +233,16 @@ def test_trace_matches_nsight_compute(rng):
     cases += [("kernel10", (512, 1024, 1024), "f32", {}, 0.0),
               ("kernel10", (768, 384, 640), "f32", {"block_n": 192, "warp_n": 192,
                                                     "persistent_blocks": 5}, 0.0)]
+    compare_counters(cases, rng)
+
+
+def test_split_k_traces_match_nsight_compute(rng):
+    """The partials' stores and loads (st.global.v4, ld.global.cg.v4: 512 bytes a warp) are
+    global ld/st requests and sectors like any other; the counters are atomics (not counted
+    as loads), so no count depends on which block of a tile is last."""
+    cases = [("kernel10", (1024, 1024, 1024), "f32", {"splits": 2, "block_m": 64}, None),
+             ("kernel10", (200, 520, 1000), "f32", {"splits": 3}, None),
+             ("kernel10", (256, 512, 4096), "f32", {"splits": 4, "block_m": 64}, 0.0)]
     compare_counters(cases, rng)
 
 

@@ -106,8 +106,27 @@ struct __align__(64) TensorMap {
 #define STORE_BUFFERS 2
 #endif
 
-// The kernel's parameters: the ladder's, then A's and B's tensor maps (and D's, for TMA stores);
-// HOPPER_GEMM_ARGS passes them on to gemm_warp_specialized.
+// kernel10 with split-K (tcsim/kernels/split_k.py): SPLITS > 1 splits each tile's K tiles into
+// SPLITS ranges, one block per (tile, range); the blocks of splits 0 .. SPLITS - 2 store their
+// f32 partials to `workspace`, the block of split SPLITS - 1 adds them to its own in split order.
+// `counters` holds one per tile (partials written), zero between launches (the reducing block
+// resets it). The host allocates both (tcsim.hw.kernels.twin).
+#ifndef SPLITS
+#define SPLITS 1
+#endif
+#if SPLITS > 1
+#if !TMA_STORE_EPILOGUE || !ACC_F32 || CLUSTER_M > 1
+#error "hopper.cuh: split-K (SPLITS > 1) is kernel10's: TMA epilogue, f32 accumulators, no clusters"
+#endif
+#define SPLIT_PARAMS , float *__restrict__ workspace, unsigned *__restrict__ counters
+#define SPLIT_ARGS , workspace, counters
+#else
+#define SPLIT_PARAMS
+#define SPLIT_ARGS
+#endif
+
+// The kernel's parameters: the ladder's (and split-K's workspace), then A's and B's tensor maps
+// (and C's and D's, for TMA stores); HOPPER_GEMM_ARGS passes them on to gemm_warp_specialized.
 #if TMA_STORE_EPILOGUE
 #define HOPPER_D_MAP \
   , const __grid_constant__ TensorMap tensor_c, const __grid_constant__ TensorMap tensor_d
@@ -118,10 +137,11 @@ struct __align__(64) TensorMap {
 #define HOPPER_D_POINTER
 #define HOPPER_D_ARG
 #endif
-#define HOPPER_GEMM_PARAMS                                  \
-  GEMM_PARAMS, const __grid_constant__ TensorMap tensor_a, \
+#define HOPPER_GEMM_PARAMS                                               \
+  GEMM_PARAMS SPLIT_PARAMS, const __grid_constant__ TensorMap tensor_a, \
       const __grid_constant__ TensorMap tensor_b HOPPER_D_MAP
-#define HOPPER_GEMM_ARGS A, B, C, D, alpha, beta, M, N, K, &tensor_a, &tensor_b HOPPER_D_ARG
+#define HOPPER_GEMM_ARGS \
+  A, B, C, D, alpha, beta, M, N, K SPLIT_ARGS, &tensor_a, &tensor_b HOPPER_D_ARG
 
 #ifdef TCSIM_HOPPER
 
@@ -551,6 +571,90 @@ __device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS
 }
 #endif
 
+#if SPLITS > 1
+// ---- split-K (tcsim/kernels/split_k.py) -------------------------------------------------------
+
+// Every consumer thread (bar.sync 1 of the consumer warpgroups; the producer has left).
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 1, %0;" : : "n"(CONSUMERS * WARPGROUP) : "memory");
+}
+// The same, and whether `mine` was true in any of them.
+__device__ __forceinline__ bool consumers_any(bool mine) {
+  uint32_t any;
+  asm volatile(
+      "{ .reg .pred p, q;\n"
+      "setp.ne.u32 p, %1, 0;\n"
+      "bar.red.or.pred q, 1, %2, p;\n"
+      "selp.u32 %0, 1, 0, q;\n"
+      "}" : "=r"(any) : "r"((uint32_t)mine), "n"(CONSUMERS * WARPGROUP) : "memory");
+  return any != 0;
+}
+__device__ __forceinline__ void st_global_v4_f32(float* p, float a, float b, float c, float d) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
+               : : "l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+__device__ __forceinline__ void ld_global_cg_v4_f32(float (&r)[4], const float* p) {
+  uint32_t u[4];
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3]) : "l"(p) : "memory");
+#pragma unroll
+  for (int e = 0; e < 4; e++) r[e] = __uint_as_float(u[e]);
+}
+#ifndef PLANT_SPLIT_ORDER  // the reducing block adds the others from p[S-2] down to p0
+#define PLANT_SPLIT_ORDER 0
+#endif
+
+// The end of split `split`'s K range on tile `tile` (numbered row * tiles_n + col): whether this
+// block reduces the tile (split SPLITS - 1); if so, `acc` becomes its own partial plus the
+// others in split order, (((p[S-1] + p0) + p1) + ...) + p[S-2], and lane 0 of each consumer warp
+// has asked for C's first boxes (`ask_c`) meanwhile. Workspace: float4 j of consumer thread i of
+// consumer c in partial s of the tile at
+// (((tile * SPLITS + s) * CONSUMERS + c) * ACC_REGS / 4 + j) * 128 + i (split_k.workspace_shape).
+template <typename AskC>
+__device__ __forceinline__ bool split_k_last(acc_t (&acc)[ACC_REGS], float* __restrict__ workspace,
+                                             unsigned* __restrict__ counters, int tile, int split,
+                                             int consumer, AskC ask_c) {
+  const int thread = threadIdx.x % WARPGROUP;
+  unsigned* written = counters + tile;
+  const float* tile_ws = workspace + (size_t)tile * SPLITS * CONSUMERS * ACC_REGS * 128;
+  const bool first_thread = threadIdx.x == WARPGROUP;
+  if (split < SPLITS - 1) {
+    float* mine = workspace + (size_t)tile * SPLITS * CONSUMERS * ACC_REGS * 128 +
+                  ((size_t)(split * CONSUMERS + consumer) * ACC_REGS / 4 * 128 + thread) * 4;
+#pragma unroll
+    for (int j = 0; j < ACC_REGS / 4; j++)
+      st_global_v4_f32(mine + j * 128 * 4, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2],
+                       acc[4 * j + 3]);
+    __threadfence();
+    consumers_sync();
+    if (first_thread) atomicAdd(written, 1);
+    return false;
+  }
+  if (first_thread) {  // atomics, not loads: no global load's count depends on timing
+    while (atomicAdd(written, 0) < SPLITS - 1) {
+    }
+    atomicExch(written, 0);
+    __threadfence();
+  }
+  ask_c();
+  consumers_sync();
+#pragma unroll 1  // one partial at a time: its loads all in flight, within the registers
+  for (int i = 0; i < SPLITS - 1; i++) {
+    const int s = PLANT_SPLIT_ORDER ? SPLITS - 2 - i : i;
+    const float* part = tile_ws + ((size_t)(s * CONSUMERS + consumer) * ACC_REGS / 4 * 128 +
+                                   thread) * 4;
+#pragma unroll
+    for (int j = 0; j < ACC_REGS / 4; j++) {
+      float p[4];
+      ld_global_cg_v4_f32(p, part + j * 128 * 4);
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[4 * j + e] = __fadd_rn(acc[4 * j + e], p[e]);
+    }
+  }
+  return true;
+}
+#endif
+
 // kernel7 and kernel8: warpgroup 0 produces (one thread issues TMA copies of A's and B's tiles
 // into STAGES shared buffers; each stage's copies complete on its `full` barrier), warpgroups
 // 1..CONSUMERS consume (each issues BK / 16 wgmma per stage on its 64 rows, then arrives on the
@@ -580,7 +684,8 @@ __device__ __forceinline__ void release_stage(uint32_t bar) {
 #endif
 }
 
-__device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorMap* tensor_a,
+__device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
+                                                      const TensorMap* tensor_a,
                                                       const TensorMap* tensor_b HOPPER_D_POINTER) {
   // Shared memory: STAGES x (A tile, B tile), each 1024-byte aligned, then the barriers.
   const uint32_t base = shared_address(hopper_shared);
@@ -591,6 +696,17 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
   // ceil-divided without overflow (M, N, K >= 1): a ragged edge is a partial tile
   const int warpgroup = threadIdx.x / WARPGROUP, k_tiles = (K - 1) / BK + 1;
   const int tiles_m = (M - 1) / BM + 1, tiles_n = (N - 1) / BN + 1, tiles = tiles_m * tiles_n;
+#if SPLITS > 1
+  // one block per (tile, split), split-major: this block's split and its K tiles
+  // (split_k.k_range); `t` below is its tile
+  const int split = blockIdx.x / tiles, k_first = (int)((long long)split * k_tiles / SPLITS);
+  const int k_count = (int)((long long)(split + 1) * k_tiles / SPLITS) - k_first;
+#define TILE_LOOP for (int t = blockIdx.x % tiles, once = 1; once; once = 0)
+#else
+  const int k_first = 0, k_count = k_tiles;
+#define TILE_LOOP \
+  for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M)
+#endif
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarrier_init(full + 8 * s, 1);  // the producer's arrive.expect_tx; TMA does the rest
@@ -610,16 +726,16 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     setmaxnreg_dec<PRODUCER_REGISTERS>();
     if (threadIdx.x == 0) {
       int it = 0;
-      for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
+      TILE_LOOP {
         int row, col;
         block_tile(t, tiles_m, tiles_n, row, col);
-        for (int k = 0; k < k_tiles; k++, it++) {
+        for (int k = 0; k < k_count; k++, it++) {
           const int s = it % STAGES;
           if (it >= STAGES) mbarrier_wait(empty + 8 * s, (it / STAGES - 1) & 1);
           const uint32_t a = base + s * STAGE_BYTES, b = a + A_STAGE_BYTES;
           mbarrier_arrive_expect_tx(full + 8 * s,
                                     STAGE_BYTES - PLANT_SHORT_EXPECT_TX * B_BOX_BYTES);
-          tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
+          tma_load_2d(a, tensor_a, (k_first + k) * BK, row * BM, full + 8 * s);
 #if CLUSTER_M > 1 && CLUSTER_SHARE_B
           const int first = cluster_rank() * (B_BOXES / CLUSTER_M);
 #pragma unroll
@@ -629,7 +745,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
 #else
 #pragma unroll
           for (int box = 0; box < B_BOXES; box++)
-            tma_load_2d(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64, k * BK,
+            tma_load_2d(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64, (k_first + k) * BK,
                         full + 8 * s);
 #endif
         }
@@ -649,10 +765,11 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
       base + STAGING_OFFSET + (consumer * 4 + warp) * STORE_BUFFERS * STAGING_WARP_BYTES;
   const uint32_t c_full_warp = c_full + 8 * STORE_BUFFERS * (consumer * 4 + warp);
   int stores = 0;
-  const int c_at = max(k_tiles - 1 - C_EARLY, 0);  // the K tile after whose wgmma C is asked for
+  // the K tile after whose wgmma C is asked for (split-K: once the block knows it is the last)
+  const int c_at = SPLITS > 1 ? k_count : max(k_tiles - 1 - C_EARLY, 0);
   const bool read_c = beta != 0.0f;  // BLAS: with beta 0 (either sign) C is not read
 #endif
-  for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
+  TILE_LOOP {
     int row, col;
     block_tile(t, tiles_m, tiles_n, row, col);
     const EpilogueAt at(row, col, consumer, M, N);
@@ -662,7 +779,7 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
 #if TMA_STORE_EPILOGUE
     const int warp_row = row * BM + consumer * CONSUMER_M + warp * 16;
 #endif
-    for (int k = 0; k < k_tiles; k++, it++) {
+    for (int k = 0; k < k_count; k++, it++) {
       const int s = it % STAGES;
       if (!PLANT_SKIP_FIRST_WAITS || it >= STAGES)
         mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
@@ -699,6 +816,18 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
     fence_registers(acc);
     if (!PLANT_EARLY_RELEASE && lane == 0)
       release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
+#if SPLITS > 1
+    if (!split_k_last(acc, workspace, counters, row * tiles_n + col, split, consumer, [&] {
+          if (lane == 0 && read_c) {  // C's first boxes, as kernel10 asks for them at c_at
+            if (!PLANT_NO_STORE_WAIT) bulk_wait_read<0>();
+#pragma unroll
+            for (int chunk = 0; chunk < min(STORE_BUFFERS, BN / 64); chunk++)
+              load_c_box(tensor_c, staging, c_full_warp, stores + chunk, warp_row,
+                         col * BN + chunk * 64);
+          }
+        }))
+      continue;
+#endif
 #if TMA_STORE_EPILOGUE
     if (read_c)
       epilogue_tile_tma<true>(acc, alpha, beta, staging, c_full_warp, tensor_c, tensor_d,
@@ -723,4 +852,5 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS, const TensorM
 #endif
 }
 
+#undef TILE_LOOP
 #endif  // TCSIM_HOPPER

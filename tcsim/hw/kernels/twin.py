@@ -61,9 +61,24 @@ def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0,
     if generated(kernel) and not source:
         return schedule_twin.launch(kernel, p, A, B, C, D, alpha, beta, label)
     return Launch(source or kernel.source, entry or kernel.entry, *kernel.launch_shape(p, M, N),
-                  [A, B, C, D, float(alpha), float(beta), M, N, K], label or kernel.name,
+                  [A, B, C, D, float(alpha), float(beta), M, N, K, *split_k_arrays(p, A, M, N)],
+                  label or kernel.name,
                   {**kernel.defines(p), **(defines or {})}, kernel.shared_bytes(p), kernel.arch,
                   tuple(kernel.tensor_maps(p, M, N, K)), tuple(include))
+
+
+def split_k_arrays(p, A, M: int, N: int) -> list:
+    """Split-K's workspace (f32 partials) and per-tile counters of partials written (zero,
+    and zero again after every launch), arrays of A's kind: host arrays are copied to the GPU
+    at launch, CuPy arrays (benchmarks) made there. None without split-K."""
+    if p.splits == 1:
+        return []
+    from ...kernels.split_k import workspace_shape
+
+    xp = np if isinstance(A, np.ndarray) else __import__("cupy")
+    grid_n, grid_m = p.grid(M, N)
+    return [xp.zeros(workspace_shape(p, M, N), np.float32),
+            xp.zeros(grid_m * grid_n, np.uint32)]
 
 
 def generated(kernel) -> bool:
