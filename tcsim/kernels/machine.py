@@ -527,17 +527,19 @@ class Machine(HopperInstructions, ABC):
 
     def _check_operand(self, site: str, operand: str, store: bool = False) -> None:
         """A ValueError naming the site unless the schedule may access ``operand`` in global
-        memory: A, B, C (not in a kernel that reads no C), D, and the row-wise scales SA and
-        SB of a kernel that has them; a store goes to D only (the inputs are the caller's)."""
+        memory: A, B, C (not in a kernel that reads no C), D, the row-wise scales SA and SB of
+        a kernel that has them and split-K's workspace W; a store goes to D or W only (the
+        inputs are the caller's)."""
         names = ["A", "B", *(["C"] if self.takes_c else []), "D",
-                 *(("SA", "SB") if self.params.row_scales else ())]
+                 *(("SA", "SB") if self.params.row_scales else ()),
+                 *(["W"] if "W" in self.shapes else [])]
         where = f"{self.kernel} site {site!r}"
         if not isinstance(operand, str) or operand not in names:
             why = (f": {self.kernel} reads no C (its Kernel has takes_c=False)"
                    if operand == "C" else "")
             raise ValueError(f"{where}: no operand {operand!r} to access{why}; the operands "
                              f"are {', '.join(names)} (capitals)")
-        if store and operand != "D":
+        if store and operand not in ("D", "W"):
             raise ValueError(f"{where}: a store goes to D, not {operand} (A, B and C are the "
                              f"caller's inputs)")
 
