@@ -4,13 +4,14 @@ Its bits are checked two ways: against `tcsim.blas.scaled_mm` (torch._scaled_mm 
 promoted accumulation), and against the promoted chain written out here by hand with
 `tcsim.wgmma` m64n256k32 (partial sums of 4 k32 steps from zero, each added to f32
 registers, then the scale). Inputs are random fp8 bits with subnormals, NaN, e5m2
-infinities (and inf x 0), zero rows and outputs that overflow f16 drawn on purpose. There is
-no CUDA twin yet: the H100 checks come with it (docs/kernels.md, "kernel11: fp8").
+infinities (and inf x 0), zero rows and outputs that overflow f16 drawn on purpose
+(tests/fp8_inputs.py). Its CUDA twin is checked on the H100 by tests/hw/test_kernel11_hw.py.
 """
 
 import ml_dtypes
 import numpy as np
 import pytest
+from fp8_inputs import FP8, MIXES, OUTS, assert_same_bits, inputs, row_scales
 
 import tcsim
 from tcsim import blas
@@ -18,40 +19,6 @@ from tcsim.kernels import ProblemSizeError, kernel_named
 from tcsim.kernels.planted import PLANTED
 
 kernel11 = kernel_named("kernel11")
-FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
-MIXES = [("e4m3", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e4m3")]
-OUTS = {"f32": np.dtype(np.float32), "bf16": np.dtype(ml_dtypes.bfloat16),
-        "f16": np.dtype(np.float16)}
-EXPONENT_BITS = {"e4m3": 0x78, "e5m2": 0x7C}
-
-
-def fp8_matrix(rng, shape, kind: str, specials: bool) -> np.ndarray:
-    """Uniformly random finite fp8 bits; with ``specials``, a tenth made subnormal (exponent
-    bits cleared), one NaN, for e5m2 one +inf and one -inf, and a few zeros next to them."""
-    dtype = FP8[kind]
-    bits = rng.integers(0, 256, shape, dtype=np.uint8)
-    bad = ~np.isfinite(bits.view(dtype).astype(np.float32))
-    bits[bad] = rng.integers(0, 0x70, int(bad.sum()), dtype=np.uint8)
-    if specials:
-        sub = rng.random(shape) < 0.1
-        bits[sub] &= ~np.uint8(EXPONENT_BITS[kind])
-        flat = bits.reshape(-1)
-        at = rng.choice(flat.size, size=min(flat.size, 6), replace=False)
-        flat[at[0]] = 0x7F  # NaN in both formats
-        if kind == "e5m2":
-            flat[at[1:3]] = (0x7C, 0xFC)  # +inf, -inf
-        flat[at[3:]] = rng.choice([0x00, 0x80], size=at[3:].size)  # +0, -0
-    return bits.view(dtype)
-
-
-def inputs(rng, M, N, K, a="e4m3", b="e4m3", specials=True):
-    A = fp8_matrix(rng, (M, K), a, specials)
-    B = fp8_matrix(rng, (K, N), b, specials)
-    if specials and M > 2:
-        A[rng.integers(M)] = 0  # a zero row: +0 outputs (or NaN where B's column holds one)
-    # scales of either sign from 2^-6 to 2^6: large enough that f16 outputs overflow
-    sa, sb = (np.float32(rng.choice([-1, 1]) * 2.0 ** rng.uniform(-6, 6)) for _ in range(2))
-    return A, B, sa, sb
 
 
 def scaled_mm(A, B, sa, sb, out: str) -> np.ndarray:
@@ -100,18 +67,6 @@ def _name(dtype) -> str:
     return next(k for k, v in FP8.items() if np.dtype(v) == dtype)
 
 
-def assert_same_bits(D, R):
-    """Bit for bit, NaN for NaN: tcsim.blas gives its NaN as 0x7fc00000 / 0x7fc0 (unmeasured
-    on the H100), the tensor core and cvt the canonical 0x7fffffff / 0x7fff."""
-    assert D.dtype == R.dtype and D.shape == R.shape
-    nan_d, nan_r = np.isnan(D.astype(np.float32)), np.isnan(R.astype(np.float32))
-    assert np.array_equal(nan_d, nan_r), f"NaN at {np.argwhere(nan_d != nan_r)[:5]}"
-    u = f"u{D.itemsize}"
-    wrong = (D.view(u) != R.view(u)) & ~nan_d
-    assert not wrong.any(), (f"{int(wrong.sum())} elements differ, the first at "
-                             f"{np.argwhere(wrong)[0]}")
-
-
 @pytest.mark.parametrize("mix", MIXES)
 @pytest.mark.parametrize("out", list(OUTS))
 def test_bits_equal_scaled_mm(mix, out, rng):
@@ -129,24 +84,13 @@ def test_bits_equal_scaled_mm(mix, out, rng):
 @pytest.mark.parametrize("mix", MIXES)
 def test_bits_equal_the_promoted_chain_by_hand(mix, rng):
     """Several K tiles and tiles of 256 columns, a ragged edge: the kernel's TMA boxes,
-    K-major descriptors, stages, two partial sums in flight and its epilogue map give the
+    K-major descriptors, stages, its partial sums and its epilogue map give the
     chain's bits."""
     A, B, sa, sb = inputs(rng, 192, 272, 656, *mix)
     for out in OUTS:
         D = tcsim.run(kernel11, A, B, scale_a=sa, scale_b=sb, out_dtype=OUTS[out],
                       block_n=256, warp_n=256, stages=4, persistent_blocks=3)
         assert_same_bits(D, promoted_chain(A, B, sa, sb, out))
-
-
-def row_scales(rng, M, N):
-    """Row-wise scales of either sign, 2^-8 .. 2^8, with some rows of scale_a 2^120 and
-    columns of scale_b 2^-120: there only cuBLAS's order (scale_b first) neither overflows
-    nor loses bits to f32 subnormals."""
-    sa, sb = ((rng.choice([-1, 1], size) * 2.0 ** rng.uniform(-8, 8, size)).astype(np.float32)
-              for size in ((M, 1), (1, N)))
-    sa[rng.integers(5)::5] = 2.0 ** 120
-    sb[:, rng.integers(3)::3] = 2.0 ** -120
-    return sa, sb
 
 
 @pytest.mark.parametrize("specials", [True, False])

@@ -1,0 +1,130 @@
+"""GPU speed of the fp8 rung: kernel11's twin against torch._scaled_mm, in one run.
+
+    python benchmarks/bench_fp8.py [--runs 20] [--shapes 4096x4096x4096 ...] [--set KEY=VALUE ...]
+                                   [--json FILE]
+
+Both compute ``bf16(scale_a * scale_b * (A @ B))`` from e4m3 A (M x K) and B (N x K, K-major:
+torch's column-major (K, N)) with per-tensor scales and promoted accumulation
+(``use_fast_accum=False``). Timing as benchmarks/bench_gpu.py times (`interleaved_medians`:
+CUDA events behind a spin kernel, one launch of each per round, the median of ``--runs``,
+rotating over three input sets). Every timed output of kernel11 is compared with torch's on all
+of D, bit for bit (without torch: one block tile against `tcsim.run`). ``--set`` overrides
+kernel11's parameters (stages=4, block_n=192, ...). TFLOP/s = 2 M N K / time. Needs CuPy, a
+Hopper GPU, and torch for the reference (never a dependency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+
+import ml_dtypes
+import numpy as np
+from bench_gpu import ROTATE, interleaved_medians  # this folder's
+
+import tcsim
+from tcsim.hw.kernels.scaled import device_scaled_launch
+from tcsim.hw.launch import launcher
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
+    p.add_argument("--set", nargs="*", default=[], help="kernel11 parameters, KEY=VALUE")
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    import cupy
+
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
+        else SHAPES
+    overrides = {k: int(v) for k, v in (s.split("=") for s in args.set)}
+    kernel = tcsim.kernels.kernel_named("kernel11")
+    params = kernel.params(inputs="e4m3", inputs_b="e4m3", output="bf16", **overrides)
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                          "--format=csv,noheader"], capture_output=True, text=True).stdout
+    torch = _torch()
+    print(f"GPU: {smi.strip()}; CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}; torch "
+          f"{torch.__version__ if torch else 'absent'}; {time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"kernel11 {params.block_m}x{params.block_n}x{params.block_k}, {params.stages} "
+          f"stages, group_m {params.group_m}, {params.persistent_blocks} blocks, "
+          f"promotion {params.promotion}")
+    rows = []
+    for M, N, K in shapes:
+        sets = [(_fp8_bits(cupy, (M, K)), _fp8_bits(cupy, (N, K))) for _ in range(ROTATE)]
+        D = cupy.zeros((M, N), cupy.uint16)
+        unused = cupy.zeros(1, cupy.float32)
+        launches = [launcher(device_scaled_launch(kernel, params, A, B, D, unused, unused, 1.0))
+                    for A, B in sets]
+        contenders = {"kernel11": lambda i, go=launches: go[i % ROTATE]()}
+        if torch:
+            reference = _scaled_mm(torch, sets)
+            contenders["torch._scaled_mm"] = reference
+        seconds = interleaved_medians(contenders, args.runs)
+        check = _check(cupy, torch, kernel, params, sets, launches, D,
+                       reference if torch else None)
+        flops = 2 * M * N * K
+        row = {"shape": [M, N, K], "check": check, "params": overrides,
+               **{f"{k} tflops": flops / s / 1e12 for k, s in seconds.items()}}
+        if torch:
+            row["ratio"] = seconds["torch._scaled_mm"] / seconds["kernel11"]
+        rows.append(row)
+        ours = row["kernel11 tflops"]
+        theirs = row.get("torch._scaled_mm tflops", float("nan"))
+        print(f"{M}x{N}x{K}: kernel11 {ours:7.1f} TFLOP/s, torch._scaled_mm {theirs:7.1f}, "
+              f"kernel11 / _scaled_mm {row.get('ratio', float('nan')):6.1%}  {check}",
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": smi.strip(), "rows": rows}, f, indent=1)
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _fp8_bits(cupy, shape):
+    """Random e4m3 bits with bit 6 clear: |x| < 2, no NaN; signs, subnormals and zeros as
+    they come."""
+    return (cupy.random.randint(0, 256, shape, dtype=cupy.int32) & 0xBF).astype(cupy.uint8)
+
+
+def _scaled_mm(torch, sets):
+    """torch._scaled_mm on input set i (mod ROTATE), sharing kernel11's inputs (B's (N, K)
+    bytes are its column-major (K, N)); returns the output too, for the check."""
+    one = torch.ones((), device="cuda")
+    tensors = [[torch.as_tensor(x, device="cuda").view(torch.float8_e4m3fn) for x in s]
+               for s in sets]
+    return lambda i: torch._scaled_mm(tensors[i % ROTATE][0], tensors[i % ROTATE][1].t(),
+                                      scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                      use_fast_accum=False)
+
+
+def _check(cupy, torch, kernel, p, sets, launches, D, reference) -> str:
+    """kernel11's D on input set 0 against torch's, every element (or one block tile against
+    tcsim.run without torch)."""
+    D.fill(0)
+    launches[0]()
+    if reference is not None:
+        R = cupy.asarray(reference(0).view(torch.int16)).view(cupy.uint16)
+        differ = int((R != D).sum())
+        return "bit-exact vs _scaled_mm" if differ == 0 else f"MISMATCH: {differ} differ"
+    A, B = (cupy.asnumpy(x).view(ml_dtypes.float8_e4m3fn) for x in sets[0])
+    r, c = 0, 0
+    rows, cols = slice(r, r + p.block_m), slice(c, c + p.block_n)
+    sim = tcsim.run(kernel, A[rows], B[cols].T, scale_a=np.float32(1), scale_b=np.float32(1),
+                    out_dtype=ml_dtypes.bfloat16, **p.as_dict())
+    same = np.array_equal(sim.view(np.uint16), cupy.asnumpy(D[rows, cols]))
+    return "bit-exact block (0, 0) vs tcsim.run" if same else "MISMATCH in block (0, 0)"
+
+
+if __name__ == "__main__":
+    main()
