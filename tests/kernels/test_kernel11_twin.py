@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from fp8_inputs import OUTS, inputs, row_scales
 
+from tcsim.hw.generate import HEADERS, write
 from tcsim.hw.kernels import twin_launch
 from tcsim.hw.runtime import options, source_text
 from tcsim.kernels import kernel_named
@@ -73,7 +74,10 @@ def compile_twin(name: str, arch: str, tmp_path, **params) -> str:
     source.write_text(source_text(kernel.source))
     defines = {**kernel.defines(kernel.params(**params)),
                **({"TCSIM_SM90A": 1} if arch == "sm_90a" else {})}
-    run = subprocess.run([NVCC, "-cubin", "-Xptxas", "-v", *options(defines, arch), "-o",
+    # this checkout's generated headers first (the user cache may hold another version's)
+    write(tmp_path, HEADERS)
+    run = subprocess.run([NVCC, "-cubin", "-Xptxas", "-v",
+                          *options(defines, arch, (str(tmp_path),)), "-o",
                           str(tmp_path / "out.cubin"), str(source)], capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stderr[-3000:]
