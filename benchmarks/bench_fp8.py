@@ -1,15 +1,16 @@
 """GPU speed of the fp8 rung: kernel11's twin against torch._scaled_mm, in one run.
 
-    python benchmarks/bench_fp8.py [--runs 20] [--shapes 4096x4096x4096 ...] [--set KEY=VALUE ...]
-                                   [--json FILE]
+    python benchmarks/bench_fp8.py [--runs 20] [--shapes 4096x4096x4096 ...]
+                                   [--variants "" "stages=4,group_m=8" ...] [--json FILE]
 
 Both compute ``bf16(scale_a * scale_b * (A @ B))`` from e4m3 A (M x K) and B (N x K, K-major:
 torch's column-major (K, N)) with per-tensor scales and promoted accumulation
 (``use_fast_accum=False``). Timing as benchmarks/bench_gpu.py times (`interleaved_medians`:
 CUDA events behind a spin kernel, one launch of each per round, the median of ``--runs``,
 rotating over three input sets). Every timed output of kernel11 is compared with torch's on all
-of D, bit for bit (without torch: one block tile against `tcsim.run`). ``--set`` overrides
-kernel11's parameters (stages=4, block_n=192, ...). TFLOP/s = 2 M N K / time. Needs CuPy, a
+of D, bit for bit (without torch: one block tile against `tcsim.run`). ``--variants`` times
+kernel11 with other parameters in the same rounds, each a comma-separated list of KEY=VALUE
+("" is the defaults). TFLOP/s = 2 M N K / time. Needs CuPy, a
 Hopper GPU, and torch for the reference (never a dependency).
 """
 
@@ -35,49 +36,51 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
-    p.add_argument("--set", nargs="*", default=[], help="kernel11 parameters, KEY=VALUE")
+    p.add_argument("--variants", nargs="*", default=[""],
+                   help='kernel11 parameters per variant: "KEY=VALUE,KEY=VALUE" ("" defaults)')
     p.add_argument("--json", default=None)
     args = p.parse_args()
     import cupy
 
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
         else SHAPES
-    overrides = {k: int(v) for k, v in (s.split("=") for s in args.set)}
     kernel = tcsim.kernels.kernel_named("kernel11")
-    params = kernel.params(inputs="e4m3", inputs_b="e4m3", output="bf16", **overrides)
+    variants = {}
+    for text in args.variants:
+        overrides = {k: int(v) for k, v in (x.split("=") for x in text.split(",") if x)}
+        variants[f"kernel11 {text}".strip()] = kernel.params(inputs="e4m3", inputs_b="e4m3",
+                                                             output="bf16", **overrides)
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
                           "--format=csv,noheader"], capture_output=True, text=True).stdout
     torch = _torch()
     print(f"GPU: {smi.strip()}; CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}; torch "
           f"{torch.__version__ if torch else 'absent'}; {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"kernel11 {params.block_m}x{params.block_n}x{params.block_k}, {params.stages} "
-          f"stages, group_m {params.group_m}, {params.persistent_blocks} blocks, "
-          f"promotion {params.promotion}")
+    for label, q in variants.items():
+        print(f"{label}: {q.block_m}x{q.block_n}x{q.block_k}, {q.stages} stages, group_m "
+              f"{q.group_m}, {q.persistent_blocks} blocks, promotion {q.promotion}")
     rows = []
     for M, N, K in shapes:
         sets = [(_fp8_bits(cupy, (M, K)), _fp8_bits(cupy, (N, K))) for _ in range(ROTATE)]
         D = cupy.zeros((M, N), cupy.uint16)
         unused = cupy.zeros(1, cupy.float32)
-        launches = [launcher(device_scaled_launch(kernel, params, A, B, D, unused, unused, 1.0))
-                    for A, B in sets]
-        contenders = {"kernel11": lambda i, go=launches: go[i % ROTATE]()}
+        launches = {label: [launcher(device_scaled_launch(kernel, q, A, B, D, unused, unused,
+                                                          1.0)) for A, B in sets]
+                    for label, q in variants.items()}
+        contenders = {label: lambda i, go=go: go[i % ROTATE]() for label, go in launches.items()}
+        reference = _scaled_mm(torch, sets) if torch else None
         if torch:
-            reference = _scaled_mm(torch, sets)
             contenders["torch._scaled_mm"] = reference
         seconds = interleaved_medians(contenders, args.runs)
-        check = _check(cupy, torch, kernel, params, sets, launches, D,
-                       reference if torch else None)
         flops = 2 * M * N * K
-        row = {"shape": [M, N, K], "check": check, "params": overrides,
-               **{f"{k} tflops": flops / s / 1e12 for k, s in seconds.items()}}
-        if torch:
-            row["ratio"] = seconds["torch._scaled_mm"] / seconds["kernel11"]
-        rows.append(row)
-        ours = row["kernel11 tflops"]
-        theirs = row.get("torch._scaled_mm tflops", float("nan"))
-        print(f"{M}x{N}x{K}: kernel11 {ours:7.1f} TFLOP/s, torch._scaled_mm {theirs:7.1f}, "
-              f"kernel11 / _scaled_mm {row.get('ratio', float('nan')):6.1%}  {check}",
-              flush=True)
+        theirs = flops / seconds["torch._scaled_mm"] / 1e12 if torch else float("nan")
+        for label, q in variants.items():
+            check = _check(cupy, torch, kernel, q, sets, launches[label], D, reference)
+            ours = flops / seconds[label] / 1e12
+            rows.append({"shape": [M, N, K], "variant": label, "params": q.as_dict(),
+                         "tflops": ours, "scaled_mm_tflops": theirs, "ratio": ours / theirs,
+                         "check": check})
+            print(f"{M}x{N}x{K} {label}: {ours:7.1f} TFLOP/s, torch._scaled_mm {theirs:7.1f}, "
+                  f"kernel11 / _scaled_mm {ours / theirs:6.1%}  {check}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": smi.strip(), "rows": rows}, f, indent=1)
