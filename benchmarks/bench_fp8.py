@@ -10,7 +10,9 @@ CUDA events behind a spin kernel, one launch of each per round, the median of ``
 rotating over three input sets). Every timed output of kernel11 is compared with torch's on all
 of D, bit for bit (without torch: one block tile against `tcsim.run`). ``--variants`` times
 kernel11 with other parameters in the same rounds, each a comma-separated list of KEY=VALUE
-("" is the defaults). TFLOP/s = 2 M N K / time. Needs CuPy, a
+("" is the defaults); ``cluster=2`` compiles the twin with scaled.cuh's exploratory
+CLUSTER_M (pairs of blocks share B's tile by TMA multicast; not modeled by the schedule).
+TFLOP/s = 2 M N K / time. Needs CuPy, a
 Hopper GPU, and torch for the reference (never a dependency).
 """
 
@@ -20,6 +22,7 @@ import argparse
 import json
 import subprocess
 import time
+from dataclasses import replace
 
 import ml_dtypes
 import numpy as np
@@ -45,11 +48,13 @@ def main() -> None:
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
         else SHAPES
     kernel = tcsim.kernels.kernel_named("kernel11")
-    variants = {}
+    variants, clusters = {}, {}
     for text in args.variants:
         overrides = {k: int(v) for k, v in (x.split("=") for x in text.split(",") if x)}
-        variants[f"kernel11 {text}".strip()] = kernel.params(inputs="e4m3", inputs_b="e4m3",
-                                                             output="bf16", **overrides)
+        label = f"kernel11 {text}".strip()
+        clusters[label] = overrides.pop("cluster", 1)
+        variants[label] = kernel.params(inputs="e4m3", inputs_b="e4m3", output="bf16",
+                                        **overrides)
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
                           "--format=csv,noheader"], capture_output=True, text=True).stdout
     torch = _torch()
@@ -63,9 +68,9 @@ def main() -> None:
         sets = [(_fp8_bits(cupy, (M, K)), _fp8_bits(cupy, (N, K))) for _ in range(ROTATE)]
         D = cupy.zeros((M, N), cupy.uint16)
         unused = cupy.zeros(1, cupy.float32)
-        launches = {label: [launcher(device_scaled_launch(kernel, q, A, B, D, unused, unused,
-                                                          1.0)) for A, B in sets]
-                    for label, q in variants.items()}
+        launches = {label: [launcher(_clustered(device_scaled_launch(
+            kernel, q, A, B, D, unused, unused, 1.0), clusters[label])) for A, B in sets]
+            for label, q in variants.items()}
         contenders = {label: lambda i, go=go: go[i % ROTATE]() for label, go in launches.items()}
         reference = _scaled_mm(torch, sets) if torch else None
         if torch:
@@ -84,6 +89,16 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": smi.strip(), "rows": rows}, f, indent=1)
+
+
+def _clustered(spec, cluster: int):
+    """The launch with clusters of ``cluster`` blocks sharing B (scaled.cuh's CLUSTER_M): B's
+    boxes 1 / cluster as tall."""
+    if cluster == 1:
+        return spec
+    (a, ta), (b, tb) = spec.tensor_maps
+    return replace(spec, defines={**spec.defines, "CLUSTER_M": cluster},
+                   tensor_maps=((a, ta), (b, replace(tb, box_rows=tb.box_rows // cluster))))
 
 
 def _torch():

@@ -21,7 +21,10 @@
 //
 // Compile-time constants beyond hopper.cuh's: A_E5M2, B_E5M2 (operand types; e4m3 otherwise),
 // OUT_F32, ROW_SCALES, PROMOTION, and the plants' PLANT_PROMOTION_OFF_BY_ONE and
-// PLANT_SCALE_A_FIRST (tcsim.kernels.planted).
+// PLANT_SCALE_A_FIRST (tcsim.kernels.planted). hopper.cuh's exploratory CLUSTER_M (not modeled
+// by the schedule: benchmarks only) makes pairs of blocks computing vertically adjacent tiles
+// share B: each copies BN / CLUSTER_M of its rows (a tensor map with boxes that tall) and
+// multicasts them; M must then be a multiple of BM * CLUSTER_M.
 #pragma once
 #include "hopper.cuh"
 
@@ -183,28 +186,41 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
       mbarrier_init(full + 8 * s, 1);  // the producer's arrive.expect_tx; TMA does the rest
-      mbarrier_init(empty + 8 * s, CONSUMERS * 4);
+      mbarrier_init(empty + 8 * s, CONSUMERS * 4 * (CLUSTER_SHARE_B ? CLUSTER_M : 1));
     }
     fence_barrier_init();
   }
+#if CLUSTER_M > 1
+  cluster_sync();  // every block's barriers exist before another block arrives on them
+#else
   __syncthreads();
+#endif
   if (warpgroup == 0) {
     setmaxnreg_dec<PRODUCER_REGISTERS>();
     if (threadIdx.x == 0) {
       int it = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
         int row, col;
-        tile_coordinates(t, tiles_m, tiles_n, row, col);
+        block_tile(t, tiles_m, tiles_n, row, col);
         for (int k = 0; k < k_tiles; k++, it++) {
           const int s = it % STAGES;
           if (it >= STAGES) mbarrier_wait(empty + 8 * s, (it / STAGES - 1) & 1);
           const uint32_t a = base + s * FP8_STAGE_BYTES;
           mbarrier_arrive_expect_tx(full + 8 * s, FP8_STAGE_BYTES);
           tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
+#if CLUSTER_M > 1 && CLUSTER_SHARE_B  // this block's share of B's rows, to every block
+          const int rows = BN / CLUSTER_M, first = cluster_rank() * rows;
+          tma_load_2d_multicast(a + FP8_A_STAGE_BYTES + first * BK, tensor_b, k * BK,
+                                col * BN + first, full + 8 * s, (1 << CLUSTER_M) - 1);
+#else
           tma_load_2d(a + FP8_A_STAGE_BYTES, tensor_b, k * BK, col * BN, full + 8 * s);
+#endif
         }
       }
     }
+#if CLUSTER_M > 1
+    cluster_sync();  // no block leaves while another may still copy into it or arrive on it
+#endif
     return;
   }
   setmaxnreg_inc<CONSUMER_REGISTERS>();
@@ -213,9 +229,9 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
 #pragma unroll
   for (int i = 0; i < FP8_REGS; i++) part[i] = 0.f;
   int it = 0;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+  for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
     int row, col;
-    tile_coordinates(t, tiles_m, tiles_n, row, col);
+    block_tile(t, tiles_m, tiles_n, row, col);
 #pragma unroll
     for (int i = 0; i < FP8_REGS; i++) total[i] = 0.f;
     int pending = 0;  // k32 steps summed in `part`
@@ -241,12 +257,15 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
         wgmma_wait<0>();
         fence_partial(part);
       }
-      if (lane == 0) mbarrier_arrive(empty + 8 * s);  // every wgmma of stage s retired
+      if (lane == 0) release_stage(empty + 8 * s);  // every wgmma of stage s retired
     }
     if (pending) promote(total, part);  // the last, open partial
     scaled_epilogue_tile(total, D, scale_a, scale_b, scale, M, N,
                          row * BM + consumer * CONSUMER_M + warp * 16, col * BN);
   }
+#if CLUSTER_M > 1
+  cluster_sync();
+#endif
 }
 
 #endif  // TCSIM_HOPPER
