@@ -30,7 +30,7 @@ def scaled_mm(A, B, sa, sb, out: str) -> np.ndarray:
 def promoted_chain(A, B, sa, sb, out: str, promotion: int = 4) -> np.ndarray:
     """The promoted accumulation by hand: per 64 rows of A and 256 columns of B, wgmma
     m64n256k32 k32 steps in K order; every ``promotion`` steps (and after the last) the
-    partial sum, started from zero, is added to f32 registers; D = out(total * (sa * sb)),
+    partial sum, started from zero, is added to f32 registers; D = out(total * (sa * sb) + 0),
     or with row-wise sa (M, 1), sb (1, N) out((total * sb) * sa); NaN 0x7fff for f16/bf16
     (cvt.rn)."""
     (M, K), N = A.shape, B.shape[1]
@@ -53,8 +53,9 @@ def promoted_chain(A, B, sa, sb, out: str, promotion: int = 4) -> np.ndarray:
                 total = np.add(total, part, dtype=np.float32)
                 part, pending = None, 0
         total = total.transpose(0, 2, 1, 3).reshape(Mp, Np)[:M, :N]
-        if np.size(sa) == 1:
+        if np.size(sa) == 1:  # + 0: a zero is +0 (cuBLAS's beta 0, measured on the H100)
             d = np.multiply(total, np.multiply(sa, sb, dtype=np.float32), dtype=np.float32)
+            d = np.add(d, np.float32(0), dtype=np.float32)
         else:
             d = np.multiply(np.multiply(total, sb, dtype=np.float32), sa, dtype=np.float32)
         d = d.astype(OUTS[out])
@@ -213,3 +214,28 @@ def test_trace_counts_what_the_schedule_issues():
         store = t.sites["D_gmem_store"]
         assert store.executions == tiles * 8 * 32
         assert store.sectors == store.executions * 8
+
+
+def test_zero_signs_and_nan_bits_are_the_h100s():
+    """Measured on the H100 (tests/hw/test_kernel11_hw.py, docs/kernels.md): per tensor a zero
+    result is +0 whatever the scales' signs (cuBLAS adds beta 0 x C), row-wise it keeps the
+    product's sign; an f32 NaN is 0x7fffffff, also where the promotion adds +inf and -inf
+    (the CPU's inf - inf is 0xffc00000)."""
+    M, N, K = 64, 16, 256
+    A = np.zeros((M, K), FP8["e5m2"])
+    B = np.ones((K, N), FP8["e4m3"])
+    A[1, 0], A[1, 128] = np.inf, -np.inf  # two partial sums: +inf, then -inf
+    minus = np.float32(-0.5)
+    D = tcsim.run(kernel11, A, B, scale_a=minus, scale_b=np.float32(2), out_dtype=np.float32)
+    bits = D.view(np.uint32)
+    assert (bits[0] == 0).all() and (bits[2:] == 0).all()  # +0, not -0
+    assert (bits[1] == 0x7FFFFFFF).all()
+    for out in ("bf16", "f16"):
+        D = tcsim.run(kernel11, A, B, scale_a=minus, scale_b=np.float32(2), out_dtype=OUTS[out])
+        assert (D.view(np.uint16)[0] == 0).all() and (D.view(np.uint16)[1] == 0x7FFF).all()
+    A = np.zeros((M, K), FP8["e4m3"])
+    B = np.ones((K, N), FP8["e4m3"])
+    rows = np.full((M, 1), -1, np.float32)
+    D = tcsim.run(kernel11, A, B, scale_a=rows, scale_b=np.ones((1, N), np.float32),
+                  out_dtype=OUTS["bf16"])
+    assert (D.view(np.uint16) == 0x8000).all()  # (+0 * 1) * -1 = -0

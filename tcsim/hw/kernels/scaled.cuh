@@ -14,8 +14,8 @@
 //   other consumer's wgmma keep the tensor cores busy meanwhile. A partial left open at a K
 //   tile's end (another interval, such as the plant promotion_off_by_one's 5) runs on into the
 //   next K tile.
-// - the scaled epilogue: D = out(total * scale) per element, scale = scale_a * scale_b (the
-//   host's f32 product); with ROW_SCALES, scale_a per row and scale_b per column loaded by each
+// - the scaled epilogue: D = out(total * scale + 0) per element, scale = scale_a * scale_b
+//   (the host's f32 product; the + 0 turns -0 into +0, as cuBLAS does); with ROW_SCALES, scale_a per row and scale_b per column loaded by each
 //   lane, D = out((total * scale_b) * scale_a). out: cvt.rn to f16 or bf16 (OUT_BF16), or f32
 //   (OUT_F32); each lane stores its pairs of adjacent columns, predicated off past D's edge.
 //
@@ -152,8 +152,8 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
         x[e] = mul_rn(mul_rn(total[4 * n + 2 * h + e], sa[h]), sb[n][e]);
 #elif ROW_SCALES
         x[e] = mul_rn(mul_rn(total[4 * n + 2 * h + e], sb[n][e]), sa[h]);
-#else
-        x[e] = mul_rn(total[4 * n + 2 * h + e], scale);
+#else  // + 0: cuBLAS's beta 0 makes a zero result +0 (measured on the H100)
+        x[e] = add_rn(mul_rn(total[4 * n + 2 * h + e], scale), 0.f);
 #endif
       }
       const uint64_t at = (uint64_t)row * N + col;
