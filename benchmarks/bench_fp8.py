@@ -41,6 +41,8 @@ def main() -> None:
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
     p.add_argument("--variants", nargs="*", default=[""],
                    help='kernel11 parameters per variant: "KEY=VALUE,KEY=VALUE" ("" defaults)')
+    p.add_argument("--fast", action="store_true",
+                   help="also time _scaled_mm with use_fast_accum=True (no promotion)")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     import cupy
@@ -75,9 +77,16 @@ def main() -> None:
         reference = _scaled_mm(torch, sets) if torch else None
         if torch:
             contenders["torch._scaled_mm"] = reference
+            if args.fast:
+                contenders["torch._scaled_mm fast"] = _scaled_mm(torch, sets, fast=True)
         seconds = interleaved_medians(contenders, args.runs)
         flops = 2 * M * N * K
         theirs = flops / seconds["torch._scaled_mm"] / 1e12 if torch else float("nan")
+        if "torch._scaled_mm fast" in seconds:
+            fast = flops / seconds["torch._scaled_mm fast"] / 1e12
+            rows.append({"shape": [M, N, K], "variant": "torch._scaled_mm fast", "tflops": fast,
+                         "scaled_mm_tflops": theirs})
+            print(f"{M}x{N}x{K} torch._scaled_mm use_fast_accum=True: {fast:7.1f} TFLOP/s")
         for label, q in variants.items():
             check = _check(cupy, torch, kernel, q, sets, launches[label], D, reference)
             ours = flops / seconds[label] / 1e12
@@ -115,7 +124,7 @@ def _fp8_bits(cupy, shape):
     return (cupy.random.randint(0, 256, shape, dtype=cupy.int32) & 0xBF).astype(cupy.uint8)
 
 
-def _scaled_mm(torch, sets):
+def _scaled_mm(torch, sets, fast: bool = False):
     """torch._scaled_mm on input set i (mod ROTATE), sharing kernel11's inputs (B's (N, K)
     bytes are its column-major (K, N)); returns the output too, for the check."""
     one = torch.ones((), device="cuda")
@@ -123,7 +132,7 @@ def _scaled_mm(torch, sets):
                for s in sets]
     return lambda i: torch._scaled_mm(tensors[i % ROTATE][0], tensors[i % ROTATE][1].t(),
                                       scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
-                                      use_fast_accum=False)
+                                      use_fast_accum=fast)
 
 
 def _check(cupy, torch, kernel, p, sets, launches, D, reference) -> str:
