@@ -93,13 +93,14 @@ __device__ __forceinline__ void promote(float (&total)[FP8_REGS], const float (&
   for (int i = 0; i < FP8_REGS; i++) total[i] = add_rn(total[i], part[i]);
 }
 
-// k32 step kk of the stage at `stage` (its A tile, then its B tile) into `part`: A's 64 rows of
-// this consumer and B's BN rows, 32 bytes further along K per step (kernel11.descriptors).
-__device__ __forceinline__ void fp8_step(float (&part)[FP8_REGS], uint32_t stage, int consumer,
-                                         int kk, int scale_d) {
-  const uint32_t a = stage + consumer * CONSUMER_M * 128 + kk * 32;
-  const uint32_t b = stage + FP8_A_STAGE_BYTES + kk * 32;
-  FP8_WGMMA(BN, FP8_TYPES)(part, descriptor(a, 16, 1024), descriptor(b, 16, 1024), scale_d);
+// k32 step kk of stage s into `part`: A's 64 rows of this consumer and B's BN rows, 32 bytes
+// further along K per step (kernel11.descriptors). `a0` and `b0` are the descriptors of stage
+// 0's step 0: a descriptor's address field is the byte address / 16, so the stage's and the
+// step's offsets add to it (shared addresses stay below 2^18, the field's 14 bits).
+__device__ __forceinline__ void fp8_step(float (&part)[FP8_REGS], uint64_t a0, uint64_t b0,
+                                         int s, int kk, int scale_d) {
+  const uint32_t offset = (s * FP8_STAGE_BYTES + kk * 32) >> 4;
+  FP8_WGMMA(BN, FP8_TYPES)(part, a0 + offset, b0 + offset, scale_d);
 }
 
 __device__ __forceinline__ float ld_global_f32(const float* p) {
@@ -225,6 +226,8 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
   }
   setmaxnreg_inc<CONSUMER_REGISTERS>();
   const int consumer = warpgroup - 1, lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+  const uint64_t a0 = descriptor(base + consumer * CONSUMER_M * 128, 16, 1024);
+  const uint64_t b0 = descriptor(base + FP8_A_STAGE_BYTES, 16, 1024);
   float total[FP8_REGS], part[FP8_REGS];
 #pragma unroll
   for (int i = 0; i < FP8_REGS; i++) part[i] = 0.f;
@@ -242,7 +245,7 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < FP8_STEPS; kk++) {
-        fp8_step(part, base + s * FP8_STAGE_BYTES, consumer, kk, pending != 0);
+        fp8_step(part, a0, b0, s, kk, pending != 0);
         if (++pending == FP8_INTERVAL) {  // closed: once its group retired, add it up
           wgmma_commit();
           wgmma_wait<0>();
