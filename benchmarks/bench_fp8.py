@@ -29,7 +29,6 @@ import numpy as np
 from bench_gpu import ROTATE, interleaved_medians  # this folder's
 
 import tcsim
-from tcsim.hw.kernels.scaled import device_scaled_launch
 from tcsim.hw.launch import launcher
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
@@ -46,6 +45,8 @@ def main() -> None:
     p.add_argument("--json", default=None)
     args = p.parse_args()
     import cupy
+
+    from tcsim.hw.kernels.scaled import device_scaled_launch
 
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
         else SHAPES
