@@ -10,8 +10,9 @@ CUDA events behind a spin kernel, one launch of each per round, the median of ``
 rotating over three input sets). Every timed output of kernel11 is compared with torch's on all
 of D, bit for bit (without torch: one block tile against `tcsim.run`). ``--variants`` times
 kernel11 with other parameters in the same rounds, each a comma-separated list of KEY=VALUE
-("" is the defaults); ``cluster=2`` compiles the twin with scaled.cuh's exploratory
-CLUSTER_M (pairs of blocks share B's tile by TMA multicast; not modeled by the schedule).
+("" is the defaults); ``cluster=2`` and ``partials=2`` compile the twin with scaled.cuh's
+exploratory CLUSTER_M (pairs of blocks share B's tile by TMA multicast) and FP8_PARTIALS (two
+partials, wgmma.wait_group 1), which the schedule does not model.
 TFLOP/s = 2 M N K / time. Needs CuPy, a
 Hopper GPU, and torch for the reference (never a dependency).
 """
@@ -51,11 +52,11 @@ def main() -> None:
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
         else SHAPES
     kernel = tcsim.kernels.kernel_named("kernel11")
-    variants, clusters = {}, {}
+    variants, explored = {}, {}
     for text in args.variants:
         overrides = {k: int(v) for k, v in (x.split("=") for x in text.split(",") if x)}
         label = f"kernel11 {text}".strip()
-        clusters[label] = overrides.pop("cluster", 1)
+        explored[label] = overrides.pop("cluster", 1), overrides.pop("partials", 1)
         variants[label] = kernel.params(inputs="e4m3", inputs_b="e4m3", output="bf16",
                                         **overrides)
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
@@ -71,8 +72,8 @@ def main() -> None:
         sets = [(_fp8_bits(cupy, (M, K)), _fp8_bits(cupy, (N, K))) for _ in range(ROTATE)]
         D = cupy.zeros((M, N), cupy.uint16)
         unused = cupy.zeros(1, cupy.float32)
-        launches = {label: [launcher(_clustered(device_scaled_launch(
-            kernel, q, A, B, D, unused, unused, 1.0), clusters[label])) for A, B in sets]
+        launches = {label: [launcher(_explored(device_scaled_launch(
+            kernel, q, A, B, D, unused, unused, 1.0), *explored[label])) for A, B in sets]
             for label, q in variants.items()}
         contenders = {label: lambda i, go=go: go[i % ROTATE]() for label, go in launches.items()}
         reference = _scaled_mm(torch, sets) if torch else None
@@ -101,9 +102,12 @@ def main() -> None:
             json.dump({"gpu": smi.strip(), "rows": rows}, f, indent=1)
 
 
-def _clustered(spec, cluster: int):
-    """The launch with clusters of ``cluster`` blocks sharing B (scaled.cuh's CLUSTER_M): B's
-    boxes 1 / cluster as tall."""
+def _explored(spec, cluster: int, partials: int):
+    """The launch with scaled.cuh's exploratory switches: clusters of ``cluster`` blocks
+    sharing B (CLUSTER_M; B's boxes 1 / cluster as tall), ``partials`` partial sums
+    (FP8_PARTIALS)."""
+    if partials != 1:
+        spec = replace(spec, defines={**spec.defines, "FP8_PARTIALS": partials})
     if cluster == 1:
         return spec
     (a, ta), (b, tb) = spec.tensor_maps

@@ -67,12 +67,13 @@ def test_the_launch_refuses_what_tcsim_run_refuses(rng):
         twin_launch("kernel8", A, B, scale_a=sa, scale_b=sb, out_dtype=np.float16)
 
 
-def compile_twin(name: str, arch: str, tmp_path, **params) -> str:
-    """nvcc's messages compiling ``name``'s twin with ``params``' constants, ptxas verbose."""
+def compile_twin(name: str, arch: str, tmp_path, more: dict | None = None, **params) -> str:
+    """nvcc's messages compiling ``name``'s twin with ``params``' constants (and ``more``),
+    ptxas verbose."""
     kernel = kernel_named(name)
     source = tmp_path / kernel.source
     source.write_text(source_text(kernel.source))
-    defines = {**kernel.defines(kernel.params(**params)),
+    defines = {**kernel.defines(kernel.params(**params)), **(more or {}),
                **({"TCSIM_SM90A": 1} if arch == "sm_90a" else {})}
     # this checkout's generated headers first (the user cache may hold another version's)
     write(tmp_path, HEADERS)
@@ -89,7 +90,10 @@ VARIANTS = [("kernel11", {}), ("kernel11", {"inputs": "e4m3", "inputs_b": "e5m2"
             ("kernel11", {"inputs": "e5m2", "inputs_b": "e4m3", "output": "f16"}),
             ("kernel11", {"row_scales": 1}), ("kernel11-scale-a-first", {"row_scales": 1}),
             ("kernel11", {"block_n": 64, "warp_n": 64}),
-            ("kernel11", {"block_n": 192, "warp_n": 192, "stages": 5, "group_m": 3})]
+            ("kernel11", {"block_n": 192, "warp_n": 192, "stages": 5, "group_m": 3}),
+            # scaled.cuh's exploratory two partials (FP8_PARTIALS), with and without clusters
+            ("kernel11", {"more": {"FP8_PARTIALS": 2}}),
+            ("kernel11", {"more": {"FP8_PARTIALS": 2, "CLUSTER_M": 2}, "output": "f32"})]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

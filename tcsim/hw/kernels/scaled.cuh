@@ -43,6 +43,14 @@
 #ifndef PROMOTION
 #define PROMOTION 4
 #endif
+// Exploratory (benchmarks only, not modeled by the schedule: the same instructions and bits,
+// other wgmma waits): FP8_PARTIALS 2 keeps two partials, as the schedule's first form did.
+// K tile k's wgmma run while the consumer adds the partial K tile k - 1 closed, after
+// wgmma.wait_group 1. ptxas pipelines it only as written below (pairs of K tiles in a loop
+// without a test inside, the odd one after it, partials zeroed by hand): docs/kernels.md.
+#ifndef FP8_PARTIALS
+#define FP8_PARTIALS 1
+#endif
 #ifndef PLANT_PROMOTION_OFF_BY_ONE  // partials close every PROMOTION + 1 k32 steps
 #define PLANT_PROMOTION_OFF_BY_ONE 0
 #endif
@@ -65,6 +73,9 @@
 #define FP8_A_STAGE_BYTES (BM * BK)
 #define FP8_STAGE_BYTES (FP8_A_STAGE_BYTES + BN * BK)
 #define FP8_REGS (BN / 2)  // f32 registers of one m64n(BN) accumulator
+#if FP8_PARTIALS == 2 && (FP8_INTERVAL != FP8_STEPS || BN > 128)
+#error "scaled.cuh: two partials need PROMOTION = BK / 32 and BN <= 128 (3 x BN / 2 registers)"
+#endif
 
 // The kernel's parameters: A (M x K) and B (N x K) fp8 bytes, D (M x N, out's type), the
 // row-wise scales (f32 vectors of M and N; unread per tensor), the per-tensor f32 factor scale_a
@@ -102,6 +113,33 @@ __device__ __forceinline__ void fp8_step(float (&part)[FP8_REGS], uint64_t a0, u
   const uint32_t offset = (s * FP8_STAGE_BYTES + kk * 32) >> 4;
   FP8_WGMMA(BN, FP8_TYPES)(part, a0 + offset, b0 + offset, scale_d);
 }
+
+#if FP8_PARTIALS == 2
+// One K tile of the two-partial form: its steps into `part` from zero, commit; once K tile
+// k - 1's group retired (wait_group 1), add `closed`, the partial it wrote, and release its
+// stage.
+__device__ __forceinline__ void fp8_k_tile_pipelined(float (&part)[FP8_REGS],
+                                                     float (&closed)[FP8_REGS],
+                                                     float (&total)[FP8_REGS], uint64_t a0,
+                                                     uint64_t b0, uint32_t full, uint32_t empty,
+                                                     int k, int it) {
+  const int s = it % STAGES;
+  mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
+#pragma unroll
+  for (int i = 0; i < FP8_REGS; i++) part[i] = 0.f;  // ptxas: the first step's scale-d 0
+  fence_partial(part);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < FP8_STEPS; kk++) fp8_step(part, a0, b0, s, kk, 1);
+  wgmma_commit();
+  wgmma_wait<1>();
+  fence_partial(closed);
+  if (k > 0) {
+    promote(total, closed);
+    if (threadIdx.x % 32 == 0) release_stage(empty + 8 * ((it - 1) % STAGES));
+  }
+}
+#endif
 
 __device__ __forceinline__ float ld_global_f32(const float* p) {
   float r;
@@ -231,12 +269,35 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
   float total[FP8_REGS], part[FP8_REGS];
 #pragma unroll
   for (int i = 0; i < FP8_REGS; i++) part[i] = 0.f;
+#if FP8_PARTIALS == 2
+  float other[FP8_REGS];
+#pragma unroll
+  for (int i = 0; i < FP8_REGS; i++) other[i] = 0.f;
+#endif
   int it = 0;
   for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
     int row, col;
     block_tile(t, tiles_m, tiles_n, row, col);
 #pragma unroll
     for (int i = 0; i < FP8_REGS; i++) total[i] = 0.f;
+#if FP8_PARTIALS == 2
+    int k = 0;
+    for (; k + 1 < k_tiles; k += 2) {
+      fp8_k_tile_pipelined(part, other, total, a0, b0, full, empty, k, it++);
+      fp8_k_tile_pipelined(other, part, total, a0, b0, full, empty, k + 1, it++);
+    }
+    if (k < k_tiles) {  // an odd K tile count: the last one, then its partial
+      fp8_k_tile_pipelined(part, other, total, a0, b0, full, empty, k, it++);
+      wgmma_wait<0>();
+      fence_partial(part);
+      promote(total, part);
+    } else {
+      wgmma_wait<0>();
+      fence_partial(other);
+      promote(total, other);
+    }
+    if (lane == 0) release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
+#else
     int pending = 0;  // k32 steps summed in `part`
     for (int k = 0; k < k_tiles; k++, it++) {
       const int s = it % STAGES;
@@ -263,6 +324,7 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
       if (lane == 0) release_stage(empty + 8 * s);  // every wgmma of stage s retired
     }
     if (pending) promote(total, part);  // the last, open partial
+#endif
     scaled_epilogue_tile(total, D, scale_a, scale_b, scale, M, N,
                          row * BM + consumer * CONSUMER_M + warp * 16, col * BN);
   }
