@@ -7,14 +7,14 @@ import sys
 import pytest
 
 from tcsim.hw import generate, runtime
-from tcsim.kernels import HOPPER_KERNELS, KERNELS
+from tcsim.kernels import FP8_KERNELS, HOPPER_KERNELS, KERNELS
 
 
 def test_the_command_writes_every_generated_source(tmp_path):
     run = subprocess.run([sys.executable, "-m", "tcsim.hw.generate", str(tmp_path)],
                          capture_output=True, text=True, check=True)
     written = {line.rsplit("/", 1)[-1] for line in run.stdout.split()}
-    twins = {f"{name}.cu" for name in (*KERNELS, *HOPPER_KERNELS)}
+    twins = {f"{name}.cu" for name in (*KERNELS, *HOPPER_KERNELS, *FP8_KERNELS)}
     assert written == {p.name for p in tmp_path.iterdir()}
     assert set(generate.GENERATED) | twins == written
     for name in written:

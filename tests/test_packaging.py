@@ -65,9 +65,10 @@ def test_every_cuda_source_the_package_compiles_is_installed_or_generated():
     from tcsim.hw.generate import GENERATED
     from tcsim.hw.isa.mma import PROBES
     from tcsim.hw.runtime import source_text
-    from tcsim.kernels import HOPPER_KERNELS, KERNELS, SEED_KERNELS, kernel_named
+    from tcsim.kernels import FP8_KERNELS, HOPPER_KERNELS, KERNELS, SEED_KERNELS, kernel_named
 
-    twins = {kernel_named(k).source for k in (*KERNELS, *HOPPER_KERNELS, *SEED_KERNELS)}
+    twins = {kernel_named(k).source for k in (*KERNELS, *HOPPER_KERNELS, *FP8_KERNELS,
+                                               *SEED_KERNELS)}
     for name in {PROBES, *GENERATED, *twins}:
         assert "__global__" in source_text(name) or name.endswith(".cuh"), name
     # Generated text is never shipped (nor committed): it is written at first use.

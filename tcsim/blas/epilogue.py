@@ -35,8 +35,9 @@ def apply(epilogue: str, acc: np.ndarray, out_dtype: str, *, c: np.ndarray | Non
         if epilogue == "alpha_fma":
             return fma_f32(np.asarray(f32(alpha)), acc,
                            np.broadcast_to(np.multiply(f32(beta), c, dtype=f32), acc.shape))
-        if epilogue == "scale":
-            out = np.multiply(acc, np.multiply(scale_a, scale_b, dtype=f32), dtype=f32)
+        if epilogue == "scale":  # alpha * acc + beta * C, beta 0: a zero result is +0 (H100)
+            out = np.add(np.multiply(acc, np.multiply(scale_a, scale_b, dtype=f32), dtype=f32),
+                         f32(0), dtype=f32)
         elif epilogue == "scale_each":
             out = np.multiply(np.multiply(acc, scale_a, dtype=f32), scale_b, dtype=f32)
         elif epilogue == "scale_b_first":

@@ -37,7 +37,7 @@ EPILOGUES = (
     "c_first",  # the accumulator starts from C (f32) instead of zero; out = round(acc)
     "alpha_beta",  # out = round(alpha * acc + beta * c): two f32 products, then their f32 sum
     "alpha_fma",  # out = round(fma(alpha, acc, beta * c)): one rounding for alpha's term
-    "scale",  # fp8: out = round((acc * (scale_a * scale_b)) [+ bias]), each step in f32
+    "scale",  # fp8: out = round((acc * (scale_a * scale_b) + 0) [+ bias]), each step in f32
     "scale_each",  # fp8: out = round(((acc * scale_a) * scale_b) [+ bias])
     "scale_b_first",  # fp8: out = round(((acc * scale_b) * scale_a) [+ bias]) (row-wise)
 )
@@ -288,7 +288,7 @@ _EPILOGUE_WORDS = {
                "rounded to the output type",
     "alpha_beta": "alpha * result + beta * C (two f32 products, an f32 sum), rounded",
     "alpha_fma": "fma(alpha, result, beta * C) in f32, rounded",
-    "scale": "result * (scale_a * scale_b) in f32 (+ bias), rounded to the output type",
+    "scale": "result * (scale_a * scale_b) + 0 in f32 (+ bias), rounded to the output type",
     "scale_each": "(result * scale_a) * scale_b in f32 (+ bias), rounded to the output type",
     "scale_b_first": "(result * scale_b) * scale_a in f32 (+ bias), rounded to the output type",
 }

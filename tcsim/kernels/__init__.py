@@ -30,8 +30,8 @@ KERNELS = {k.name: k for k in (kernel1, kernel2, kernel3, kernel4, kernel5, kern
 SEED_KERNELS = {k.name: k for k in (wmma_basic, wmma_basic_fixed, wmma_shared, tf32_puzzle)}
 # Hopper's own path (sm_90a): warp-specialized TMA + wgmma kernels.
 HOPPER_KERNELS = {k.name: k for k in (kernel7, kernel8, kernel9, kernel10)}
-# The fp8 rung (tcsim.run(kernel11, A, B, scale_a=..., scale_b=..., out_dtype=...)): a
-# schedule without a CUDA twin yet, so apart from HOPPER_KERNELS, whose twins tcsim.hw writes.
+# The fp8 rung (tcsim.run(kernel11, A, B, scale_a=..., scale_b=..., out_dtype=...)): a scaled
+# GEMM, which takes scales and no C, so apart from HOPPER_KERNELS (its twin: scaled.cuh).
 FP8_KERNELS = {k.name: k for k in (kernel11,)}
 
 

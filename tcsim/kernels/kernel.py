@@ -57,8 +57,9 @@ class Kernel:
     # The block's shared memory in bytes, for a kernel that states it; None: sized from the
     # tiles (`shared_bytes`).
     shared: Callable[[GemmParams], int] | None = None
-    # The CUDA schedule the twin calls (a template in gemm.cuh, or hopper.cuh for sm_90a),
-    # from which tcsim.hw writes the twin; "" for a hand-written twin (the seeds').
+    # The CUDA schedule the twin calls (a template in gemm.cuh, or hopper.cuh for sm_90a,
+    # scaled.cuh for a scaled kernel), from which tcsim.hw writes the twin; "" for a
+    # hand-written twin (the seeds').
     twin_schedule: str = ""
     # True for a scaled GEMM (kernel11, fp8): `tcsim.run` takes scale_a, scale_b and out_dtype
     # (`tcsim.kernels.scaled`) and no C, alpha or beta.
@@ -146,6 +147,10 @@ class Kernel:
                 out["STORE_BUFFERS"] = p.store_buffers
             if p.splits > 1:  # split-K (tcsim.kernels.split_k)
                 out["SPLITS"] = p.splits
+        if p.fp8:  # kernel11's twin (scaled.cuh): operand types, output, scales, promotion
+            out.update(A_E5M2=int(p.inputs == "e5m2"), B_E5M2=int(p.b_inputs == "e5m2"),
+                       OUT_F32=int(p.output == "f32"), ROW_SCALES=p.row_scales,
+                       PROMOTION=p.promotion)
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         out.update(self.options)
         for tile in self.tiles(p):  # none for a kernel without shared tiles

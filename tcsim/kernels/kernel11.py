@@ -12,9 +12,14 @@
 - **promoted accumulation.** The tensor core keeps its f32 sum with 13 fraction bits
   (docs/wgmma.md), so cuBLAS sums only ``promotion`` (4) k32 steps in it, from zero, and
   then adds that partial sum to an f32 register accumulator (`scaled.promote`, add.rn.f32).
-  A consumer keeps two partials: after committing K tile k it waits until only that group
-  runs, then promotes the partials K tile k - 1 closed (the sums happen in K order, as
-  cuBLAS's). The last, open, partial is promoted at the tile's end.
+  A consumer keeps one partial: the step that closes it ends a wgmma group, the consumer
+  waits until the group retired (``wgmma.wait_group 0``) and adds the partial up, in K
+  order, as cuBLAS does; with the default interval that is once per K tile, after which
+  the stage is released. The other consumer's wgmma keep the tensor cores busy meanwhile.
+  (Two partials with ``wait_group 1``, the promotion overlapping the next K tile's wgmma,
+  need 192 registers and made ptxas serialize every wgmma: docs/kernels.md.) A partial that
+  stays open at a K tile's end (another interval) runs on into the next; the last is
+  promoted at the tile's end.
 - **scaled epilogue.** ``D = out(acc * (scale_a * scale_b))`` (`scaled.scaled_words`), f16,
   bf16 or f32, stored by each lane with predicated stores (no C, alpha or beta). With
   row-wise scales (``row_scales=1``: scale_a (M, 1), scale_b (1, N), e4m3 x e4m3, bf16 out,
@@ -22,7 +27,7 @@
   ``D = out((acc * scale_b) * scale_a)``, cuBLAS's order.
 
 Any M; K a multiple of 16 (A's and B's rows are whole 16-byte units; the k32 steps past K read
-TMA's zeros); N a multiple of 8. No CUDA twin yet (docs/kernels.md).
+TMA's zeros); N a multiple of 8. CUDA twin: ``gemm_fp8`` in tcsim/hw/kernels/scaled.cuh.
 """
 
 from __future__ import annotations
@@ -120,32 +125,31 @@ def program(m, p: GemmParams, plant: str = "") -> None:
         registers = wgmma_fragment(spelling, "d").registers
         for t in m.tiles():
             total = m.zeros(p.consumers, 128, registers)  # the f32 register accumulator
-            part = m.zeros(p.consumers, 128, registers)  # the tensor core's partial sum
+            part = None  # the tensor core's partial sum
             pending = 0  # k32 steps in ``part``
-            closed = []  # partials closed by the group in flight, to promote after its wait
             for k in m.k_tiles():
                 it = t * n + k
                 s = it % p.stages
                 yield from m.wait(full, s, (it // p.stages) & 1)
                 m.wgmma_fence()
-                done = []
                 for kk in range(steps):
+                    if pending == 0:  # a partial starts from zero (the twin: scale-d 0)
+                        part = m.zeros(p.consumers, 128, registers)
                     part = m.wgmma("wgmma", spelling, *descriptors(p, s, kk), part)
                     pending += 1
-                    if pending == interval:  # the next step starts from zero (scale-d 0)
-                        done.append(part)
-                        part, pending = m.zeros(*part.shape[1:]), 0
-                m.wgmma_commit()
-                m.wgmma_wait(1)  # K tile k - 1's group retired: its partials are readable
-                for x in closed:
-                    total = promote(total, x)
-                closed = done
-                if k > 0:
-                    m.arrive(empty, (it - 1) % p.stages, count=4 * p.consumers)
-            m.wgmma_wait(0)
-            for x in closed + ([part] if pending else []):
-                total = promote(total, x)
-            m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)
+                    if pending == interval:  # closed: once its group retired, add it up
+                        m.wgmma_commit()
+                        m.wgmma_wait(0)
+                        total = promote(total, part)
+                        pending = 0
+                        if kk + 1 < steps:  # the registers were read: fence the next wgmma
+                            m.wgmma_fence()
+                if pending:  # an open partial runs on into the next K tile
+                    m.wgmma_commit()
+                    m.wgmma_wait(0)
+                m.arrive(empty, s, count=4 * p.consumers)  # every wgmma of stage s retired
+            if pending:  # the last, open partial
+                total = promote(total, part)
             with m.tile(t):
                 scaled_epilogue(m, p, total, plant)
 
@@ -181,6 +185,6 @@ kernel11 = Kernel(
                output="bf16", promotion=PROMOTION, group_m=16,
                persistent_blocks=H100_SXM_SMS),
     requires, arch="sm_90a", tensor_maps=tensor_maps, options=REGISTERS,
-    launch_shape=launch_shape, takes_c=False, scaled=True)
+    launch_shape=launch_shape, takes_c=False, scaled=True, twin_schedule="gemm_fp8")
 
 __all__ = ["kernel11"]

@@ -5,8 +5,9 @@ are ``ml_dtypes.float8_e4m3fn`` or ``float8_e5m2`` (their dtypes name the kernel
 ``inputs`` and ``inputs_b``), the scales one float32 value each (per tensor, torch's rule:
 float32), or row-wise scale_a (M, 1) and scale_b (1, N) (e4m3 x e4m3, bfloat16 out: torch's
 rule), ``out_dtype`` float16, bfloat16 or float32. Per tensor the epilogue multiplies the f32
-accumulators by the f32 product ``scale_a * scale_b``, row-wise by scale_b and then scale_a,
-as cuBLAS does (`tcsim.blas`' "scale" and "scale_b_first" epilogues).
+accumulators by the f32 product ``scale_a * scale_b`` and adds +0 (a zero result is +0),
+row-wise by scale_b and then scale_a, as cuBLAS does (`tcsim.blas`' "scale" and
+"scale_b_first" epilogues).
 """
 
 from __future__ import annotations
@@ -87,29 +88,40 @@ def _out_name(out_dtype, kernel: str) -> str:
 # ---- kernel11's arithmetic on registers (its CUDA twin's add.rn.f32 and epilogue) -----------
 
 
+CANONICAL_NAN = np.uint32(0x7FFFFFFF)  # every NaN an f32 instruction of the GPU writes
+
+
 def promote(total: np.ndarray, part: np.ndarray) -> np.ndarray:
     """fp8's promoted accumulation: ``total + part`` on f32 registers (add.rn.f32), where
     ``part`` is a wgmma chain's accumulators summed from zero in the tensor core."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return np.add(total.view(np.float32), part.view(np.float32),
-                      dtype=np.float32).view(np.uint32)
+        return _canonical(np.add(total.view(np.float32), part.view(np.float32),
+                                 dtype=np.float32))
+
+
+def _canonical(x: np.ndarray) -> np.ndarray:
+    """f32 values as the GPU's bits: a NaN is 0x7fffffff (the CPU's inf - inf is 0xffc00000,
+    and it passes a NaN operand's bits on)."""
+    return np.where(np.isnan(x), CANONICAL_NAN, x.view(np.uint32))
 
 
 def scaled_words(m, acc: np.ndarray, scale_a=None, scale_b=None) -> np.ndarray:
-    """kernel11's epilogue on machine ``m``: D = out(acc * scale) per element, ``scale`` the
-    f32 product scale_a * scale_b that `tcsim.run` gives the machine as ``alpha``; with
+    """kernel11's epilogue on machine ``m``: D = out(acc * scale + 0) per element, ``scale``
+    the f32 product scale_a * scale_b that `tcsim.run` gives the machine as ``alpha`` (the
+    + 0, cuBLAS's beta 0, turns a -0 into +0: measured on the H100, docs/kernels.md); with
     row-wise scales ``scale_a`` (..., pairs, 32, 1) and ``scale_b`` (..., pairs, 32, 2), the
     words loaded for each element, D = out((acc * scale_b) * scale_a), cuBLAS's order
-    (mul.rn.f32 each, then cvt.rn to f16 or bf16, NaN 0x7fff, or kept in f32). ``acc``:
-    (..., 32, 4) f32 m16n8 accumulators. Returns D's words (..., pairs, 32, words): one
-    f16/bf16 pair per word, or two f32 words per pair."""
+    (mul.rn.f32 and add.rn.f32 each, NaN 0x7fffffff, then cvt.rn to f16 or bf16, NaN 0x7fff,
+    or kept in f32). ``acc``: (..., 32, 4) f32 m16n8 accumulators. Returns D's words (...,
+    pairs, 32, words): one f16/bf16 pair per word, or two f32 words per pair."""
     acc = accumulator_pairs(acc)
     with np.errstate(over="ignore", invalid="ignore"):
         if scale_a is None:
-            d = np.multiply(acc, m.alpha, dtype=np.float32)
+            d = np.add(np.multiply(acc, m.alpha, dtype=np.float32), np.float32(0),
+                       dtype=np.float32)
         else:
             d = np.multiply(acc, np.asarray(scale_b, np.uint32).view(np.float32),
                             dtype=np.float32)
             d = np.multiply(d, np.asarray(scale_a, np.uint32).view(np.float32),
                             dtype=np.float32)
-    return pack_pairs(d, m.params.output_dtype)
+    return pack_pairs(_canonical(d).view(np.float32), m.params.output_dtype)

@@ -60,7 +60,9 @@ def effect_on_the_gpu(name: str) -> str | None:
     return planted_effect(name, shape_of(name))
 
 
-@pytest.mark.parametrize("name", list(PLANTED) + list(CORRECT))
+# kernel11's plants (a promotion interval, a scale order) are wrong bits, not races or bad
+# addresses: tests/hw/test_kernel11_hw.py runs their twins against their schedules.
+@pytest.mark.parametrize("name", [n for n in PLANTED if not PLANTED[n].scaled] + list(CORRECT))
 def test_simulator_catches_what_the_sanitizer_catches(name):
     with ThreadPoolExecutor(len(TOOLS) + 1) as pool:  # the tools' children run side by side
         effect = pool.submit(effect_on_the_gpu, name)

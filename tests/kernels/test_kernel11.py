@@ -4,13 +4,14 @@ Its bits are checked two ways: against `tcsim.blas.scaled_mm` (torch._scaled_mm 
 promoted accumulation), and against the promoted chain written out here by hand with
 `tcsim.wgmma` m64n256k32 (partial sums of 4 k32 steps from zero, each added to f32
 registers, then the scale). Inputs are random fp8 bits with subnormals, NaN, e5m2
-infinities (and inf x 0), zero rows and outputs that overflow f16 drawn on purpose. There is
-no CUDA twin yet: the H100 checks come with it (docs/kernels.md, "kernel11: fp8").
+infinities (and inf x 0), zero rows and outputs that overflow f16 drawn on purpose
+(tests/fp8_inputs.py). Its CUDA twin is checked on the H100 by tests/hw/test_kernel11_hw.py.
 """
 
 import ml_dtypes
 import numpy as np
 import pytest
+from fp8_inputs import FP8, MIXES, OUTS, assert_same_bits, inputs, row_scales
 
 import tcsim
 from tcsim import blas
@@ -18,40 +19,6 @@ from tcsim.kernels import ProblemSizeError, kernel_named
 from tcsim.kernels.planted import PLANTED
 
 kernel11 = kernel_named("kernel11")
-FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
-MIXES = [("e4m3", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e4m3")]
-OUTS = {"f32": np.dtype(np.float32), "bf16": np.dtype(ml_dtypes.bfloat16),
-        "f16": np.dtype(np.float16)}
-EXPONENT_BITS = {"e4m3": 0x78, "e5m2": 0x7C}
-
-
-def fp8_matrix(rng, shape, kind: str, specials: bool) -> np.ndarray:
-    """Uniformly random finite fp8 bits; with ``specials``, a tenth made subnormal (exponent
-    bits cleared), one NaN, for e5m2 one +inf and one -inf, and a few zeros next to them."""
-    dtype = FP8[kind]
-    bits = rng.integers(0, 256, shape, dtype=np.uint8)
-    bad = ~np.isfinite(bits.view(dtype).astype(np.float32))
-    bits[bad] = rng.integers(0, 0x70, int(bad.sum()), dtype=np.uint8)
-    if specials:
-        sub = rng.random(shape) < 0.1
-        bits[sub] &= ~np.uint8(EXPONENT_BITS[kind])
-        flat = bits.reshape(-1)
-        at = rng.choice(flat.size, size=min(flat.size, 6), replace=False)
-        flat[at[0]] = 0x7F  # NaN in both formats
-        if kind == "e5m2":
-            flat[at[1:3]] = (0x7C, 0xFC)  # +inf, -inf
-        flat[at[3:]] = rng.choice([0x00, 0x80], size=at[3:].size)  # +0, -0
-    return bits.view(dtype)
-
-
-def inputs(rng, M, N, K, a="e4m3", b="e4m3", specials=True):
-    A = fp8_matrix(rng, (M, K), a, specials)
-    B = fp8_matrix(rng, (K, N), b, specials)
-    if specials and M > 2:
-        A[rng.integers(M)] = 0  # a zero row: +0 outputs (or NaN where B's column holds one)
-    # scales of either sign from 2^-6 to 2^6: large enough that f16 outputs overflow
-    sa, sb = (np.float32(rng.choice([-1, 1]) * 2.0 ** rng.uniform(-6, 6)) for _ in range(2))
-    return A, B, sa, sb
 
 
 def scaled_mm(A, B, sa, sb, out: str) -> np.ndarray:
@@ -63,7 +30,7 @@ def scaled_mm(A, B, sa, sb, out: str) -> np.ndarray:
 def promoted_chain(A, B, sa, sb, out: str, promotion: int = 4) -> np.ndarray:
     """The promoted accumulation by hand: per 64 rows of A and 256 columns of B, wgmma
     m64n256k32 k32 steps in K order; every ``promotion`` steps (and after the last) the
-    partial sum, started from zero, is added to f32 registers; D = out(total * (sa * sb)),
+    partial sum, started from zero, is added to f32 registers; D = out(total * (sa * sb) + 0),
     or with row-wise sa (M, 1), sb (1, N) out((total * sb) * sa); NaN 0x7fff for f16/bf16
     (cvt.rn)."""
     (M, K), N = A.shape, B.shape[1]
@@ -86,8 +53,9 @@ def promoted_chain(A, B, sa, sb, out: str, promotion: int = 4) -> np.ndarray:
                 total = np.add(total, part, dtype=np.float32)
                 part, pending = None, 0
         total = total.transpose(0, 2, 1, 3).reshape(Mp, Np)[:M, :N]
-        if np.size(sa) == 1:
+        if np.size(sa) == 1:  # + 0: a zero is +0 (cuBLAS's beta 0, measured on the H100)
             d = np.multiply(total, np.multiply(sa, sb, dtype=np.float32), dtype=np.float32)
+            d = np.add(d, np.float32(0), dtype=np.float32)
         else:
             d = np.multiply(np.multiply(total, sb, dtype=np.float32), sa, dtype=np.float32)
         d = d.astype(OUTS[out])
@@ -98,18 +66,6 @@ def promoted_chain(A, B, sa, sb, out: str, promotion: int = 4) -> np.ndarray:
 
 def _name(dtype) -> str:
     return next(k for k, v in FP8.items() if np.dtype(v) == dtype)
-
-
-def assert_same_bits(D, R):
-    """Bit for bit, NaN for NaN: tcsim.blas gives its NaN as 0x7fc00000 / 0x7fc0 (unmeasured
-    on the H100), the tensor core and cvt the canonical 0x7fffffff / 0x7fff."""
-    assert D.dtype == R.dtype and D.shape == R.shape
-    nan_d, nan_r = np.isnan(D.astype(np.float32)), np.isnan(R.astype(np.float32))
-    assert np.array_equal(nan_d, nan_r), f"NaN at {np.argwhere(nan_d != nan_r)[:5]}"
-    u = f"u{D.itemsize}"
-    wrong = (D.view(u) != R.view(u)) & ~nan_d
-    assert not wrong.any(), (f"{int(wrong.sum())} elements differ, the first at "
-                             f"{np.argwhere(wrong)[0]}")
 
 
 @pytest.mark.parametrize("mix", MIXES)
@@ -129,24 +85,13 @@ def test_bits_equal_scaled_mm(mix, out, rng):
 @pytest.mark.parametrize("mix", MIXES)
 def test_bits_equal_the_promoted_chain_by_hand(mix, rng):
     """Several K tiles and tiles of 256 columns, a ragged edge: the kernel's TMA boxes,
-    K-major descriptors, stages, two partial sums in flight and its epilogue map give the
+    K-major descriptors, stages, its partial sums and its epilogue map give the
     chain's bits."""
     A, B, sa, sb = inputs(rng, 192, 272, 656, *mix)
     for out in OUTS:
         D = tcsim.run(kernel11, A, B, scale_a=sa, scale_b=sb, out_dtype=OUTS[out],
                       block_n=256, warp_n=256, stages=4, persistent_blocks=3)
         assert_same_bits(D, promoted_chain(A, B, sa, sb, out))
-
-
-def row_scales(rng, M, N):
-    """Row-wise scales of either sign, 2^-8 .. 2^8, with some rows of scale_a 2^120 and
-    columns of scale_b 2^-120: there only cuBLAS's order (scale_b first) neither overflows
-    nor loses bits to f32 subnormals."""
-    sa, sb = ((rng.choice([-1, 1], size) * 2.0 ** rng.uniform(-8, 8, size)).astype(np.float32)
-              for size in ((M, 1), (1, N)))
-    sa[rng.integers(5)::5] = 2.0 ** 120
-    sb[:, rng.integers(3)::3] = 2.0 ** -120
-    return sa, sb
 
 
 @pytest.mark.parametrize("specials", [True, False])
@@ -269,3 +214,28 @@ def test_trace_counts_what_the_schedule_issues():
         store = t.sites["D_gmem_store"]
         assert store.executions == tiles * 8 * 32
         assert store.sectors == store.executions * 8
+
+
+def test_zero_signs_and_nan_bits_are_the_h100s():
+    """Measured on the H100 (tests/hw/test_kernel11_hw.py, docs/kernels.md): per tensor a zero
+    result is +0 whatever the scales' signs (cuBLAS adds beta 0 x C), row-wise it keeps the
+    product's sign; an f32 NaN is 0x7fffffff, also where the promotion adds +inf and -inf
+    (the CPU's inf - inf is 0xffc00000)."""
+    M, N, K = 64, 16, 256
+    A = np.zeros((M, K), FP8["e5m2"])
+    B = np.ones((K, N), FP8["e4m3"])
+    A[1, 0], A[1, 128] = np.inf, -np.inf  # two partial sums: +inf, then -inf
+    minus = np.float32(-0.5)
+    D = tcsim.run(kernel11, A, B, scale_a=minus, scale_b=np.float32(2), out_dtype=np.float32)
+    bits = D.view(np.uint32)
+    assert (bits[0] == 0).all() and (bits[2:] == 0).all()  # +0, not -0
+    assert (bits[1] == 0x7FFFFFFF).all()
+    for out in ("bf16", "f16"):
+        D = tcsim.run(kernel11, A, B, scale_a=minus, scale_b=np.float32(2), out_dtype=OUTS[out])
+        assert (D.view(np.uint16)[0] == 0).all() and (D.view(np.uint16)[1] == 0x7FFF).all()
+    A = np.zeros((M, K), FP8["e4m3"])
+    B = np.ones((K, N), FP8["e4m3"])
+    rows = np.full((M, 1), -1, np.float32)
+    D = tcsim.run(kernel11, A, B, scale_a=rows, scale_b=np.ones((1, N), np.float32),
+                  out_dtype=OUTS["bf16"])
+    assert (D.view(np.uint16) == 0x8000).all()  # (+0 * 1) * -1 = -0

@@ -157,14 +157,18 @@ def _asm(spec: WgmmaSpec, a_source: str, immediates: list[str]) -> tuple[str, li
     return ptx, outs, ins + [f'"n"({x})' for x in immediates]
 
 
-def issue_function(qualifier: str, name: str, trans_b: int) -> str:
+def issue_function(qualifier: str, name: str, trans_b: int = 0) -> str:
     """A device function ``name(d, a, b, scale_d)`` that issues one ``wgmma.mma_async`` with A
     and B from shared memory (descriptors), B transposed (MN-major) when ``trans_b``: no fence,
-    commit or wait, which the kernel issues around its batch of instructions."""
+    commit or wait, which the kernel issues around its batch of instructions. fp8 takes no
+    transpose immediates (both operands K-major)."""
     spec = parse_wgmma(qualifier)
     nd = wgmma_fragment(spec, "d").registers
     reg_t = "float" if spec.d_type == "f32" else "u32"
-    ptx, outs, ins = _asm(spec, "smem", ["1", "1", "0", str(trans_b)])
+    immediates = ["1", "1"] + (["0", str(trans_b)] if spec.transposable else [])
+    if trans_b and not spec.transposable:
+        raise ValueError(f"wgmma .{spec.qualifier} reads B K-major only: no trans_b")
+    ptx, outs, ins = _asm(spec, "smem", immediates)
     scale = nd + 2
     return "\n".join(_asm_function(
         [f"__device__ __forceinline__ void {name}({reg_t} (&d)[{nd}], u64 a, u64 b, "
@@ -247,9 +251,11 @@ def probe_source() -> str:
     return _HEADER + "".join(f"\n// {q}, A from {a}\n" + probe_kernel(q, a) for q, a in PROBES)
 
 
-# The instructions the GEMM twins issue (tcsim/hw/kernel7.cu): f16 or bf16 inputs, A K-major, B
-# MN-major (B is K x N row-major in global memory), D f32 or f16, at the N a consumer may own.
+# The instructions the GEMM twins issue (hopper.cuh): f16 or bf16 inputs, A K-major, B MN-major
+# (B is K x N row-major in global memory), D f32 or f16, at the N a consumer may own; and fp8
+# (scaled.cuh, kernel11), both K-major, D f32.
 ISSUE_N = (64, 128, 192, 256)
+FP8_MIXES = (("e4m3", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e4m3"))  # A's type, B's
 
 
 def issue_header() -> str:
@@ -265,4 +271,7 @@ def issue_header() -> str:
         # bf16 inputs (the Hopper rungs' inputs="bf16"): f32 accumulators only
         out.append(issue_function(f"m64n{n}k16.f32.bf16.bf16", f"wgmma_m64n{n}k16_bf16",
                                   trans_b=1))
+        # fp8 (kernel11): A and B K-major, f32 accumulators, the mixes torch._scaled_mm takes
+        for a, b in FP8_MIXES:
+            out.append(issue_function(f"m64n{n}k32.f32.{a}.{b}", f"wgmma_m64n{n}k32_{a}_{b}"))
     return "\n".join(out)

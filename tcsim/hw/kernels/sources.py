@@ -1,6 +1,7 @@
 """The ladder kernels' CUDA twins as text, written from each `Kernel` (generated sources,
 `tcsim.hw.generate`): the kernel's default constants and one line that calls
-``Kernel.twin_schedule`` in ``gemm.cuh`` (``hopper.cuh`` for sm_90a)."""
+``Kernel.twin_schedule`` in ``gemm.cuh`` (``hopper.cuh`` for sm_90a, ``scaled.cuh`` for the
+scaled fp8 GEMM)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,15 @@ def twin_source(kernel) -> str:
                   f'extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) '
                   f"{kernel.entry}(GEMM_PARAMS) {{",
                   f"  {kernel.twin_schedule}(A, B, C, D, alpha, beta, M, N, K);", "}"]
-    else:
-        lines += ['#include "hopper.cuh"', "",
+    else:  # a scaled GEMM (kernel11, fp8) takes scales and no C (scaled.cuh)
+        header, params, args = (("scaled.cuh", "SCALED_GEMM_PARAMS", "SCALED_GEMM_ARGS")
+                                if kernel.scaled else
+                                ("hopper.cuh", "HOPPER_GEMM_PARAMS", "HOPPER_GEMM_ARGS"))
+        lines += [f'#include "{header}"', "",
                   f'extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, MIN_BLOCKS) '
-                  f"{kernel.entry}(HOPPER_GEMM_PARAMS) {{",
+                  f"{kernel.entry}({params}) {{",
                   "#ifdef TCSIM_HOPPER",
-                  f"  {kernel.twin_schedule}(HOPPER_GEMM_ARGS);",
+                  f"  {kernel.twin_schedule}({args});",
                   "#else",
                   '  asm volatile("trap;");  // TMA and wgmma need sm_90a',
                   "#endif", "}"]
@@ -41,8 +45,9 @@ def twin_source(kernel) -> str:
 def twin_sources() -> dict:
     """``<entry>.cu`` -> the function that writes its text, for every registered kernel whose
     twin is generated (a planted bug compiles its correct kernel's twin with a macro)."""
-    from ...kernels import HOPPER_KERNELS, KERNELS
+    from ...kernels import FP8_KERNELS, HOPPER_KERNELS, KERNELS
 
     return {k.source: partial(twin_source, k) for k in (*KERNELS.values(),
-                                                        *HOPPER_KERNELS.values())
+                                                        *HOPPER_KERNELS.values(),
+                                                        *FP8_KERNELS.values())
             if k.twin_schedule and not k.twin}

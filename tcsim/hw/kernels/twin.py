@@ -17,17 +17,22 @@ import numpy as np
 
 from .. import runtime
 from ..launch import Launch, launch
-from . import schedule_twin
+from . import scaled, schedule_twin
 
 
 def twin_launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None,
-                alpha: float = 1.0, beta: float = 0.0, label: str = "", **params) -> Launch:
+                alpha: float = 1.0, beta: float = 0.0, label: str = "", *, scale_a=None,
+                scale_b=None, out_dtype=None, **params) -> Launch:
     """One launch of ``kernel``'s twin on host matrices (checked as `tcsim.run` checks them),
-    as `tcsim.hw.launch.launch` runs it and `tcsim.hw.ncu` counts it."""
+    as `tcsim.hw.launch.launch` runs it and `tcsim.hw.ncu` counts it. A scaled kernel
+    (kernel11) takes scale_a, scale_b and out_dtype as `tcsim.run` does (`scaled`)."""
     from ...kernels import kernel_named
     from ...kernels.executor import check_operands
 
     kernel = kernel_named(kernel)
+    if _scaled(kernel, scale_a, scale_b, out_dtype):
+        return scaled.scaled_launch(kernel, A, B, C, alpha, beta, label, scale_a=scale_a,
+                                    scale_b=scale_b, out_dtype=out_dtype, **params)
     p = kernel.params(**params)
     kernel.check_epilogue(C, alpha, beta)
     A, B, C = check_operands(kernel, p, A, B, C)
@@ -38,16 +43,26 @@ def twin_launch(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = Non
 
 
 def run(kernel, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, alpha: float = 1.0,
-        beta: float = 0.0, **params) -> np.ndarray:
+        beta: float = 0.0, *, scale_a=None, scale_b=None, out_dtype=None,
+        **params) -> np.ndarray:
     """``D = alpha * A @ B + beta * C`` computed by ``kernel``'s CUDA twin; same contract as
-    `tcsim.run`. Returns D (M, N) of the kernel's output type."""
+    `tcsim.run` (a scaled kernel, kernel11: ``out_dtype(scale_a * scale_b * A @ B)``).
+    Returns D (M, N) of the kernel's output type."""
+    from ...kernels import kernel_named
+
+    if _scaled(kernel_named(kernel), scale_a, scale_b, out_dtype):
+        return scaled.run(kernel, A, B, C, alpha, beta, scale_a=scale_a, scale_b=scale_b,
+                          out_dtype=out_dtype, **params)
     runtime.require()
     import cupy
 
-    from ...kernels import kernel_named
-
     args = launch(twin_launch(kernel, A, B, C, alpha, beta, **params))
     return cupy.asnumpy(args[3]).view(kernel_named(kernel).params(**params).output_dtype)
+
+
+def _scaled(kernel, scale_a, scale_b, out_dtype) -> bool:
+    """Whether the call is a scaled GEMM's (`tcsim.kernels.scaled` checks the rest)."""
+    return kernel.scaled or (scale_a, scale_b, out_dtype) != (None, None, None)
 
 
 def device_launch(kernel, p, A, B, C, D, alpha: float = 1.0, beta: float = 0.0,

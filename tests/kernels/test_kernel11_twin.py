@@ -1,0 +1,115 @@
+"""kernel11's CUDA twin on the CPU: what its launch carries (the operands as the twin reads them,
+the scales, the constants), and that nvcc compiles every variant for sm_90a without spilling
+and without ptxas serializing or draining the wgmma pipeline, and for sm_80 (a trap). The bits
+and counters are checked on the H100 by tests/hw/test_kernel11_hw.py."""
+
+import re
+import shutil
+import subprocess
+
+import ml_dtypes
+import numpy as np
+import pytest
+from fp8_inputs import OUTS, inputs, row_scales
+
+from tcsim.hw.generate import HEADERS, write
+from tcsim.hw.kernels import twin_launch
+from tcsim.hw.runtime import options, source_text
+from tcsim.kernels import kernel_named
+
+kernel11 = kernel_named("kernel11")
+NVCC = shutil.which("nvcc")
+
+
+def test_the_launch_carries_the_operands_as_the_twin_reads_them(rng):
+    M, N, K = 200, 272, 656
+    A, B, sa, sb = inputs(rng, M, N, K, "e5m2", "e4m3")
+    spec = twin_launch(kernel11, A, B, scale_a=sa, scale_b=sb, out_dtype=np.float16)
+    a, b, d, va, vb, scale, *sizes = spec.args
+    assert np.array_equal(a, A.view(np.uint8))
+    assert b.shape == (N, K) and np.array_equal(b, B.view(np.uint8).T)  # K-major: N rows of K
+    assert d.shape == (M, N) and d.dtype == np.uint16  # f16 bits
+    assert scale == np.float32(sa) * np.float32(sb) and isinstance(scale, np.float32)
+    assert va.size == vb.size == 1  # per tensor: nothing to read
+    assert sizes == [M, N, K]
+    assert spec.defines["A_E5M2"] == 1 and spec.defines["B_E5M2"] == 0
+    assert spec.defines["OUT_F32"] == spec.defines["OUT_BF16"] == spec.defines["ROW_SCALES"] == 0
+    assert [name for name, _ in spec.tensor_maps] == ["A", "B"]
+    assert spec.tensor_maps[1][1].rows == N and spec.tensor_maps[1][1].cols == K
+
+    A, B, _, _ = inputs(rng, M, N, K)
+    sa, sb = row_scales(rng, M, N)
+    spec = twin_launch(kernel11, A, B, scale_a=sa, scale_b=sb, out_dtype=OUTS["bf16"])
+    _, _, d, va, vb, scale, *_ = spec.args
+    assert np.array_equal(va, sa[:, 0]) and np.array_equal(vb, sb[0])
+    assert scale == 1 and spec.defines["ROW_SCALES"] == 1 and spec.defines["OUT_BF16"] == 1
+    spec = twin_launch(kernel11, A, B, scale_a=sa[0, 0], scale_b=sb[0, 0], out_dtype=np.float32)
+    assert spec.args[2].dtype == np.float32 and spec.defines["OUT_F32"] == 1
+
+
+def test_the_launch_refuses_what_tcsim_run_refuses(rng):
+    A, B, sa, sb = inputs(rng, 64, 64, 64, specials=False)
+    with pytest.raises(ValueError, match="reads no C"):
+        twin_launch(kernel11, A, B, np.zeros((64, 64), np.float16), scale_a=sa, scale_b=sb,
+                    out_dtype=np.float16)
+    with pytest.raises(TypeError, match="out_dtype missing"):
+        twin_launch(kernel11, A, B, scale_a=sa, scale_b=sb)
+    with pytest.raises(TypeError, match="float32"):
+        twin_launch(kernel11, A, B, scale_a=np.float64(1), scale_b=sb, out_dtype=np.float16)
+    with pytest.raises(TypeError, match="A must be"):
+        twin_launch(kernel11, A.astype(np.float16), B, scale_a=sa, scale_b=sb,
+                    out_dtype=np.float16)
+    with pytest.raises(ValueError, match="e5m2 x e5m2"):
+        twin_launch(kernel11, A.astype(np.float32).astype(ml_dtypes.float8_e5m2),
+                    B.astype(np.float32).astype(ml_dtypes.float8_e5m2), scale_a=sa,
+                    scale_b=sb, out_dtype=np.float16)
+    with pytest.raises(ValueError, match="not a scaled GEMM"):
+        twin_launch("kernel8", A, B, scale_a=sa, scale_b=sb, out_dtype=np.float16)
+
+
+def compile_twin(name: str, arch: str, tmp_path, more: dict | None = None, **params) -> str:
+    """nvcc's messages compiling ``name``'s twin with ``params``' constants (and ``more``),
+    ptxas verbose."""
+    kernel = kernel_named(name)
+    source = tmp_path / kernel.source
+    source.write_text(source_text(kernel.source))
+    defines = {**kernel.defines(kernel.params(**params)), **(more or {}),
+               **({"TCSIM_SM90A": 1} if arch == "sm_90a" else {})}
+    # this checkout's generated headers first (the user cache may hold another version's)
+    write(tmp_path, HEADERS)
+    run = subprocess.run([NVCC, "-cubin", "-Xptxas", "-v",
+                          *options(defines, arch, (str(tmp_path),)), "-o",
+                          str(tmp_path / "out.cubin"), str(source)], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stderr
+
+
+VARIANTS = [("kernel11", {}), ("kernel11", {"inputs": "e4m3", "inputs_b": "e5m2",
+                                             "output": "f32"}),
+            ("kernel11", {"inputs": "e5m2", "inputs_b": "e4m3", "output": "f16"}),
+            ("kernel11", {"row_scales": 1}), ("kernel11-scale-a-first", {"row_scales": 1}),
+            ("kernel11", {"block_n": 64, "warp_n": 64}),
+            ("kernel11", {"block_n": 192, "warp_n": 192, "stages": 5, "group_m": 3}),
+            # scaled.cuh's exploratory two partials (FP8_PARTIALS), with and without clusters
+            ("kernel11", {"more": {"FP8_PARTIALS": 2}}),
+            ("kernel11", {"more": {"FP8_PARTIALS": 2, "CLUSTER_M": 2}, "output": "f32"})]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("name, params", VARIANTS)
+def test_ptxas_keeps_the_wgmma_pipelined_without_spills(name, params, tmp_path):
+    """No C7514 (wgmma serialized), C7517 / C7519 (a wait or arrive injected to guard
+    registers): the K tile's four wgmma issue back to back, and one wait retires them."""
+    messages = compile_twin(name, "sm_90a", tmp_path, **params)
+    injected = re.findall(r"\((C75\d\d)\)", messages)
+    assert not injected, messages[-3000:]
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", messages), messages[-3000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_the_plants_and_other_targets_compile(tmp_path):
+    """The off-by-one interval leaves partials open across K tiles (ptxas guards those
+    registers itself: slower, not wrong); sm_80 gets the trap."""
+    compile_twin("kernel11-promotion-off-by-one", "sm_90a", tmp_path)
+    compile_twin("kernel11", "sm_80", tmp_path)
