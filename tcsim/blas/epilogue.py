@@ -10,6 +10,8 @@ import numpy as np
 
 from .chain import fma_f32, to_output
 
+F32_NAN = np.array(0x7FFFFFFF, np.uint32).view(np.float32)
+
 
 def apply(epilogue: str, acc: np.ndarray, out_dtype: str, *, c: np.ndarray | None = None,
           alpha: float = 1.0,
@@ -44,4 +46,7 @@ def apply(epilogue: str, acc: np.ndarray, out_dtype: str, *, c: np.ndarray | Non
             out = np.multiply(np.multiply(acc, scale_b, dtype=f32), scale_a, dtype=f32)
         else:
             raise ValueError(f"unknown epilogue {epilogue!r}")
-        return out if bias is None else np.add(out, bias, dtype=f32)
+        out = out if bias is None else np.add(out, bias, dtype=f32)
+    # The GPU's f32 instructions write every NaN as 0x7fffffff (an inf - inf on the CPU is
+    # 0xffc00000): measured through _scaled_mm's f32 output, docs/kernels.md ("kernel11").
+    return np.where(np.isnan(out), F32_NAN, out)

@@ -169,3 +169,21 @@ def test_alpha_that_overflows_float32_is_refused(rng):
     A, B = rand(rng, (24, 64), np.float16), rand(rng, (64, 16), np.float16)
     with pytest.raises(ValueError, match="overflows float32"):
         blas.addmm(rand(rng, (24, 16), np.float16), A, B, alpha=1e40)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_scaled_mm_f32_nan_is_the_gpus(fast, rng):
+    """An e5m2 inf and -inf meeting in one output's sum: the H100's f32 NaN is 0x7fffffff
+    (kernel11's twin against _scaled_mm, docs/kernels.md), not the CPU's 0xffc00000; every
+    other element stays finite."""
+    M, N, K = 32, 16, 64
+    A = rng.standard_normal((M, K)).astype(ml_dtypes.float8_e5m2)
+    B = rng.standard_normal((K, N)).astype(ml_dtypes.float8_e4m3fn)
+    row, k = rng.integers(M), rng.integers(K - 1)
+    A[row, k], A[row, k + 1] = np.inf, -np.inf
+    B[k, :], B[k + 1, :] = 1, 1
+    D = blas.scaled_mm(A, B, np.float32(0.5), np.float32(2), out_dtype=np.float32,
+                       use_fast_accum=fast)
+    bits = D.view(np.uint32)
+    assert (bits[row] == 0x7FFFFFFF).all(), [hex(b) for b in bits[row][:4]]
+    assert np.isfinite(np.delete(D, row, axis=0)).all()
