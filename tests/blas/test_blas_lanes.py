@@ -14,13 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from blas_probe_plans import gpu_kernel_plans
 
 import tcsim.blas as blas
 from tcsim.blas import Plan
 from tcsim.blas.evaluate import evaluate
-from tcsim.blas.identify import candidates
-from tcsim.blas.kernels import split_hint
-from tcsim.blas.sweep import epilogue_kind, getter, input_type, operands
+from tcsim.blas.sweep import getter, operands
 from tcsim.blas.table import key_of_sweep_call
 
 DATA = np.load(Path(__file__).with_name("gpu_outputs.npz"))
@@ -43,11 +42,7 @@ def test_the_probes_cover_the_cuda_core_families():
 @pytest.mark.parametrize("i", PROBES)
 def test_the_kernel_names_give_the_measured_plan(i):
     call = CALLS[i]
-    launch = [dict(name=n, grid=g) for n, g in zip(call["kernels"], call["grids"])
-              if "at::native::" not in n]
-    plans = candidates(call["kernels"], input_type(call), epilogue_kind(call), call["K"],
-                       split_hint(launch, call.get("batch", 1)), tuple(call["block"]))
-    assert Plan(**call["plan"]) in plans
+    assert Plan(**call["plan"]) in gpu_kernel_plans(call)
 
 
 @pytest.mark.parametrize("i", PROBES)
