@@ -540,8 +540,8 @@ class Machine(HopperInstructions, ABC):
             raise ValueError(f"{where}: no operand {operand!r} to access{why}; the operands "
                              f"are {', '.join(names)} (capitals)")
         if store and operand not in ("D", "W"):
-            raise ValueError(f"{where}: a store goes to D, not {operand} (A, B and C are the "
-                             f"caller's inputs)")
+            raise ValueError(f"{where}: a store goes to D (or split-K's workspace W), not "
+                             f"{operand} (A, B and C are the caller's inputs)")
 
     def _check_registers(self, site: str, spelling: str, what: str, registers,
                          counts: list[int], lanes: tuple | None = None,

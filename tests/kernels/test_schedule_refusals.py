@@ -169,7 +169,7 @@ def test_c_in_a_kernel_that_reads_no_c_is_refused():
 @pytest.mark.parametrize("operand", ["A", "B", "C"])
 def test_a_store_to_an_input_is_refused(operand):
     assert_named(both(operand_kernel(operand, store=True)), ValueError, "operands site 'store'",
-                 f"a store goes to D, not {operand}")
+                 "a store goes to D", f"not {operand} (A, B and C")
 
 
 # ---- a divergent __syncthreads ----------------------------------------------------------------
