@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from ..isa.validate import check_memory
+from ..isa.validate import broadcasts_to, check_memory
 from ..progress import progress as bar
 from .evaluate import Operands, bit_patterns, evaluate
 from .plan import Plan, PlanError
@@ -210,11 +210,7 @@ def addmm_call(C, A, B, *, beta=1, alpha=1, allow_tf32: bool = False,
     _inner(A, B, what)
     alpha, beta = _scalar(alpha, "alpha"), _scalar(beta, "beta")
     M, N = A.shape[0], B.shape[1]
-    try:
-        fits = C.ndim <= 2 and np.broadcast_shapes(C.shape, (M, N)) == (M, N)
-    except ValueError:
-        fits = False
-    if not fits:
+    if not (C.ndim <= 2 and broadcasts_to(C.shape, (M, N))):
         raise ValueError(f"{what}: C of shape {C.shape} does not broadcast to ({M}, {N})")
     types = _types(dtype, allow_tf32)
     extra = _flags_extra(dtype, allow_reduced_precision_reduction)

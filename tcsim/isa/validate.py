@@ -214,6 +214,14 @@ def _bytes(n: int) -> str:
     return f"{n} bytes"
 
 
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` broadcasts to exactly ``target`` (not to a larger shape)."""
+    try:
+        return np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
+    except ValueError:
+        return False
+
+
 def broadcast_batch(shapes: dict[str, tuple[int, ...]], what: str, *,
                     error: type[Exception] = ValueError) -> tuple[int, ...]:
     """The broadcast of the operands' batch shapes (their leading axes), or an error naming

@@ -15,7 +15,7 @@ from .fragments import WARP_SIZE, mma_fragment
 from .mma import mma_regs
 from .profiles import ArchProfile
 from .qualifier import parse
-from .validate import check_memory, integer
+from .validate import broadcasts_to, check_memory, integer
 
 # The most 32-bit registers one thread can have (PTX, every architecture since sm_35).
 MAX_REGISTERS = 255
@@ -71,11 +71,7 @@ class Warp:
         if values.dtype != np.uint32:
             raise TypeError(f"register values must be uint32, got {values.dtype}")
         shape = self.batch + (WARP_SIZE, len(regs))
-        try:
-            fits = np.broadcast_shapes(values.shape, shape) == shape
-        except ValueError:
-            fits = False
-        if not fits:
+        if not broadcasts_to(values.shape, shape):
             raise ValueError(f"write: values of shape {values.shape} do not broadcast to "
                              f"(*batch, 32, registers) = {shape}")
         self.regs[..., regs] = values

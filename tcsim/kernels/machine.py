@@ -27,7 +27,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..isa.fragments import mma_fragment
-from ..isa.validate import INT64_LIMIT, integer_array
+from ..isa.validate import INT64_LIMIT, broadcasts_to, integer_array
 from ..isa.wmma import parse_wmma
 from ..isa.wmma.lowering import element_offsets, lower, memory_coords
 from ..memory.access import parse_instruction
@@ -561,11 +561,7 @@ class Machine(HopperInstructions, ABC):
                              f"registers, got {r.shape}{hint}")
         if lanes is not None:
             full = (self.block_rows.size, *lanes, r.shape[-1])
-            try:
-                fits = np.broadcast_shapes(r.shape, full) == full
-            except ValueError:
-                fits = False
-            if not fits:
+            if not broadcasts_to(r.shape, full):
                 raise ValueError(f"{where} of shape {r.shape} do not match the lanes' "
                                  f"addresses {tuple(lanes)}: give (blocks, *{tuple(lanes)}, "
                                  f"{r.shape[-1]}), as m.zeros and the loads make them")

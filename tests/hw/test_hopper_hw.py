@@ -20,7 +20,7 @@ from tcsim.hw.ncu import profile
 from tcsim.kernels import HOPPER_KERNELS
 from tcsim.trace import HOPPER_METRICS, METRICS
 
-pytestmark = pytest.mark.hw
+pytestmark = [pytest.mark.hw, pytest.mark.usefixtures("sm90a")]
 
 # multiples of kernel7's 128 x 256 x 64 tiles; one with K >= 4096, one K tile fewer than stages
 SHAPES = [(256, 512, 4096), (384, 256, 192), (128, 768, 320), (512, 1024, 1024)]
@@ -42,14 +42,6 @@ def typed_inputs(rng, M, N, K, inputs="f16", output="f16", edge=True):
     if output == "bf16":
         C = C.astype(np.float32).astype(BF16)
     return A, B, C, alpha, beta
-
-
-@pytest.fixture(autouse=True)
-def _sm90a():
-    try:
-        runtime.require_arch("sm_90a")
-    except runtime.HardwareUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.mark.parametrize("accumulate", ["f16", "f32"])

@@ -21,21 +21,13 @@ from tcsim.hw.ncu import profile
 from tcsim.kernels import kernel_named
 from tcsim.trace import HOPPER_METRICS, METRICS
 
-pytestmark = pytest.mark.hw
+pytestmark = [pytest.mark.hw, pytest.mark.usefixtures("sm90a")]
 
 kernel11 = kernel_named("kernel11")
 # Any M; N and K multiples of 16 (torch's rule): a ragged M with a whole and a partial last K
 # tile, K = 4096, a single small tile, and several tiles per block.
 SHAPES = [(1000, 512, 1024), (256, 384, 4096), (8, 16, 16), (130, 272, 656)]
 PERSISTENT = {"persistent_blocks": 5, "group_m": 3}  # several tiles per block, short groups
-
-
-@pytest.fixture(autouse=True)
-def _sm90a():
-    try:
-        runtime.require_arch("sm_90a")
-    except runtime.HardwareUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def differing(D, R) -> tuple[int, int]:
