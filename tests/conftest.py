@@ -74,3 +74,14 @@ def rng():
     seed = int.from_bytes(os.urandom(4), "little")
     print(f"rng seed: {seed}")
     return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def sm90a():
+    """Skip, with the reason, unless the GPU runs sm_90a code (wgmma, TMA: an H100 or H200)."""
+    from tcsim.hw import runtime
+
+    try:
+        runtime.require_arch("sm_90a")
+    except runtime.HardwareUnavailable as exc:
+        pytest.skip(str(exc))
