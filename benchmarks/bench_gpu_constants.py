@@ -40,10 +40,12 @@ the duration given below. Measurements:
 - l1_bytes_per_sm_per_cycle: SMs x 4 blocks x 256 threads each read the same 16 KiB with 16-byte
   plain ld.global loads, many times (L1 hits); global_load_sectors_per_sm_per_cycle is the same
   rate in 32-byte sectors; l1_bytes_per_sm_per_cycle_ld_ca uses ld.global.ca instead.
-- wgmma_m64n256k16_f16_<acc>_per_sm_per_cycle: benchmarks/cuda/wgmma_peak.cu with random f16 in its
-  shared tile, SMs x 1 block of 2 warpgroups (the Hopper twins' consumers), warpgroup wgmma
-  over clock64 spans, ~50 ms; sm_clock_ghz_wgmma_<acc>_2ms and _50ms: the clock under that load
-  in launches of ~2 ms (one large GEMM) and ~50 ms, as for sm_clock_ghz_tensor.
+- wgmma_m64n<N>k16_<in>_<acc>_per_sm_per_cycle (N 256, 128, 64, 192; f16 in with f32 or f16
+  accumulators, bf16 in with f32): benchmarks/cuda/wgmma_peak.cu with random f16 (or bf16) in
+  its shared tile, SMs x 1 block of 2 warpgroups (the Hopper twins' consumers), warpgroup wgmma
+  over clock64 spans, ~50 ms; sm_clock_ghz_wgmma_<acc>_2ms and _50ms: the clock under the
+  m64n256k16 f16 load in launches of ~2 ms (one large GEMM) and ~50 ms, as for
+  sm_clock_ghz_tensor. `--only wgmma_throughput` runs these alone (well under a minute).
 - l2_tma_read_bytes_per_s (and per cycle, per SM per cycle): benchmarks/cuda/tma_bench.cu, SMs x 1
   block whose one thread keeps 6 stages x 4 boxes of 64 x 64 f16 (128-byte swizzle) in flight
   from an L2-resident 16 MiB matrix, ~5 ms; tma_latency_cycles: one block, one box at a time.
@@ -563,41 +565,51 @@ WGMMA_SHARED = 40 * 1024  # wgmma_peak.cu's one stage
 WGMMA_WARPGROUPS = 2  # the Hopper twins' consumers
 
 
-def wgmma_throughput(ctx: Context) -> Constants:
-    """wgmma m64n256k16 per SM per cycle (2 warpgroups per SM, random f16 in shared memory) and
-    the clock the GPU holds under that load: in launches of ~2 ms (one large GEMM) and ~50 ms."""
-    import cupy
+WGMMA_N = (256, 128, 64, 192)  # the N a Hopper twin's consumer may own (hopper.cuh's BN)
+# wgmma_peak.cu's kernels: (its suffix, this run's key part: inputs_accumulator)
+WGMMA_KINDS = (("f32", "f16_f32"), ("f16", "f16_f16"), ("bf16", "bf16_f32"))
 
+
+def wgmma_throughput(ctx: Context) -> Constants:
+    """wgmma m64nNk16 per SM per cycle for each N of `WGMMA_N` (2 warpgroups per SM, random f16
+    or bf16 in shared memory), f16 in with f32 and f16 accumulators and bf16 in with f32; and,
+    for m64n256k16 with f16 in, the clock the GPU holds under that load: in launches of ~2 ms
+    (one large GEMM) and ~50 ms."""
+    import cupy
 
     blocks = ctx.sms
     rec = records(blocks)
     out: Constants = {}
-    for acc in ("f32", "f16"):
-        fn = bench_cuda.function("wgmma_peak.cu", f"wgmma_peak_{acc}", None, WGMMA_SHARED,
-                                     "sm_90a")
-        sink = cupy.zeros(1, cupy.uint32)
+    for n in WGMMA_N:
+        for suffix, kind in WGMMA_KINDS:
+            fn = bench_cuda.function("wgmma_peak.cu", f"wgmma_peak_{suffix}", {"PEAK_N": n},
+                                     WGMMA_SHARED, "sm_90a")
+            sink = cupy.zeros(1, cupy.uint32)
 
-        def make(iters: int, fn=fn, sink=sink) -> Callable[[], None]:
-            def launch() -> None:
-                fn((blocks,), (128 * WGMMA_WARPGROUPS,), (sink, np.int32(iters), np.int32(1), rec),
-                   shared_mem=WGMMA_SHARED)
-            return launch
+            def make(iters: int, fn=fn, sink=sink) -> Callable[[], None]:
+                def launch() -> None:
+                    fn((blocks,), (128 * WGMMA_WARPGROUPS,),
+                       (sink, np.int32(iters), np.int32(1), rec), shared_mem=WGMMA_SHARED)
+                return launch
 
-        for target, label in ((0.002, "2ms"), (0.05, "50ms")):
-            iters = calibrate(make, 64, target)
-            seconds = median_seconds(make(iters), ctx.runs, ctx.warmup)
-            per_block = WGMMA_WARPGROUPS * iters * 4
-            stats = per_sm(rec, per_block)
-            how = (f"wgmma_peak_{acc}: {blocks} blocks x {WGMMA_WARPGROUPS} warpgroups x {iters} "
-                   f"iterations x 4 wgmma, random f16 ({seconds * 1e3:.1f} ms)"
-                   + coverage(ctx, stats))
-            if label == "50ms":
-                out[f"wgmma_m64n256k16_f16_{acc}_per_sm_per_cycle"] = entry(
-                    stats.rate, "wgmma/SM/cycle",
-                    f"median over SMs of warpgroup wgmma / clock64 span; {how}")
-            out[f"sm_clock_ghz_wgmma_{acc}_{label}"] = entry(
-                stats.max_cycles / seconds / 1e9, "GHz",
-                f"longest SM's clock64 span / median event time; {how}")
+            clocks = n == 256 and suffix != "bf16"  # the clock entries gpus.json reads
+            for target, label in ((0.002, "2ms"), (0.05, "50ms"))[0 if clocks else 1:]:
+                iters = calibrate(make, 64, target)
+                seconds = median_seconds(make(iters), ctx.runs, ctx.warmup)
+                per_block = WGMMA_WARPGROUPS * iters * 4
+                stats = per_sm(rec, per_block)
+                how = (f"wgmma_peak_{suffix} (PEAK_N {n}): {blocks} blocks x "
+                       f"{WGMMA_WARPGROUPS} warpgroups x {iters} iterations x 4 wgmma, random "
+                       f"{'bf16' if suffix == 'bf16' else 'f16'} ({seconds * 1e3:.1f} ms)"
+                       + coverage(ctx, stats))
+                if label == "50ms":
+                    out[f"wgmma_m64n{n}k16_{kind}_per_sm_per_cycle"] = entry(
+                        stats.rate, "wgmma/SM/cycle",
+                        f"median over SMs of warpgroup wgmma / clock64 span; {how}")
+                if clocks:
+                    out[f"sm_clock_ghz_wgmma_{suffix}_{label}"] = entry(
+                        stats.max_cycles / seconds / 1e9, "GHz",
+                        f"longest SM's clock64 span / median event time; {how}")
     return out
 
 
@@ -774,33 +786,44 @@ TENSOR_DESCRIPTION = (
     ("m16n8k8.f16.f16", "mma_m16n8k8_f16_f16_per_sm_per_cycle"),
     ("m16n8k8.f32.f16", "mma_m16n8k8_f16_f32_per_sm_per_cycle"),
     ("m16n8k8.f32.tf32", "mma_m16n8k8_tf32_f32_per_sm_per_cycle"),
-    ("wgmma.m64n256k16.f32.f16", "wgmma_m64n256k16_f16_f32_per_sm_per_cycle"),
-    ("wgmma.m64n256k16.f16.f16", "wgmma_m64n256k16_f16_f16_per_sm_per_cycle"),
+    *((f"wgmma.m64n{n}k16.{acc}.{a}", f"wgmma_m64n{n}k16_{a}_{acc}_per_sm_per_cycle")
+      for n in WGMMA_N for a, acc in (("f16", "f32"), ("f16", "f16"), ("bf16", "f32"))),
 )
 
 
-def update_description(log: str, path: str, key: str = "H100-SXM") -> None:
+def update_description(log: str, path: str, key: str = "H100-SXM") -> list[str]:
     """Write this run's constants (the JSON ``log``) into GPU ``key`` of ``path`` (gpus.json),
-    each with its source: the log's file name and the measurement's key."""
+    each with its source: the log's file name and the measurement's key. A run of some
+    measurements (``--only``) writes the entries it measured and leaves the others as they
+    were; returns the gpus.json entries it left, with the key each lacked."""
     run = json.load(open(log))
     measured = run["constants"]
     table = json.load(open(path))
     desc = table[key]
     where = f"benchmarks/bench_gpu_constants.py on the project's H100, {run['date'][:10]} ({log})"
+    left = []
     for name, keys, unit, what in DESCRIPTION:
+        if any(k not in measured for k in keys):
+            left.append(f"{name} (no {', '.join(k for k in keys if k not in measured)})")
+            continue
         value = statistics.mean(measured[k]["value"] for k in keys)
         desc["constants"][name] = {"value": value, "unit": unit, "source": f"{where}: {what}"}
     for family, k in TENSOR_DESCRIPTION:
+        if k not in measured:
+            left.append(f"{family} (no {k})")
+            continue
         desc["tensor"][family] = {"value": measured[k]["value"], "unit": "instructions/SM/cycle",
                                   "source": f"{where}: {k}"}
-    m16n8k8 = desc["tensor"]["m16n8k8.f32.tf32"]["value"]
-    desc["tensor"]["m16n8k4.f32.tf32"] = {
-        "value": 2 * m16n8k8, "unit": "instructions/SM/cycle",
-        "source": f"{where}: twice mma_m16n8k8_tf32_f32_per_sm_per_cycle (half the products; "
-                  "assumed, not measured alone)"}
+    if "mma_m16n8k8_tf32_f32_per_sm_per_cycle" in measured:
+        m16n8k8 = desc["tensor"]["m16n8k8.f32.tf32"]["value"]
+        desc["tensor"]["m16n8k4.f32.tf32"] = {
+            "value": 2 * m16n8k8, "unit": "instructions/SM/cycle",
+            "source": f"{where}: twice mma_m16n8k8_tf32_f32_per_sm_per_cycle (half the "
+                      "products; assumed, not measured alone)"}
     with open(path, "w") as f:
         json.dump(table, f, indent=1)
         f.write("\n")
+    return left
 
 
 # --- driver -----------------------------------------------------------------------------------
@@ -869,7 +892,8 @@ def main() -> None:
                    help="no GPU: write that run's constants into tcsim/perf/gpus.json's H100")
     args = p.parse_args()
     if args.describe:
-        update_description(args.describe, "tcsim/perf/gpus.json")
+        for entry_left in update_description(args.describe, "tcsim/perf/gpus.json"):
+            print(f"left as it was (not in {args.describe}): {entry_left}")
         return
     from tcsim.hw import runtime
 

@@ -1,4 +1,5 @@
-// The wgmma throughput ceiling (sm_90a): wgmma.mma_async m64n256k16 from one shared tile, no
+// The wgmma throughput ceiling (sm_90a): wgmma.mma_async m64n(PEAK_N)k16 from one shared tile
+// (PEAK_N 64, 128, 192 or 256, the N a Hopper twin's consumer may own; 256 by default), no
 // copies, no barriers. Each block is WARPGROUPS warpgroups, each issuing kernel7's pattern
 // (4 wgmma into one accumulator per group, commit, wait until one group is pending) with
 // shared memory that never changes: zeros, or with `random` set f16 values of magnitude in
@@ -15,13 +16,22 @@ typedef unsigned long long uint64_t;
 
 extern __shared__ __align__(1024) unsigned char peak_shared[];
 
-// The descriptors of kernel7's stage layout: A 64 x 64 K-major, B 64 x 256 MN-major (four
-// boxes of 64 columns), both 128-byte swizzled; K step kk moves 32 bytes along A's rows and
+// The descriptors of kernel7's stage layout: A 64 x 64 K-major, B 64 x PEAK_N MN-major (boxes
+// of 64 columns, 8 KiB apart), both 128-byte swizzled; K step kk moves 32 bytes along A's rows and
 // 16 rows down B.
 __device__ __forceinline__ uint64_t peak_descriptor(uint32_t address, uint32_t leading) {
   return (uint64_t)((address & 0x3FFFF) >> 4) | (uint64_t)((leading & 0x3FFFF) >> 4) << 16 |
          (uint64_t)(1024 >> 4) << 32 | 1ull << 62;
 }
+
+#ifndef PEAK_N
+#define PEAK_N 256
+#endif
+#if PEAK_N != 64 && PEAK_N != 128 && PEAK_N != 192 && PEAK_N != 256
+#error "wgmma_peak.cu: PEAK_N must be 64, 128, 192 or 256"
+#endif
+#define PEAK_CALL(n, kind) wgmma_m64n##n##k16_##kind
+#define PEAK_WGMMA(n, kind) PEAK_CALL(n, kind)  // expands PEAK_N first
 
 // Two f16 of magnitude [1/16, 1/8), signs and mantissas from a hash of i.
 __device__ __forceinline__ uint32_t random_f16x2(uint32_t i) {
@@ -32,7 +42,9 @@ __device__ __forceinline__ uint32_t random_f16x2(uint32_t i) {
   return (h & 0x83FF83FFu) | 0x2C002C00u;  // exponent 11: 2^-4 x (1 + mantissa / 1024)
 }
 
-template <typename Acc, int REGS>
+// KIND: 0 f16 in, f32 accumulators; 1 f16 in, f16 accumulators; 2 bf16 in (the same bits read
+// as bf16: magnitudes near 2^-39, normal), f32 accumulators.
+template <int KIND, typename Acc, int REGS>
 __device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations, int random,
                                           uint64_t* rec) {
   uint32_t base;
@@ -49,8 +61,9 @@ __device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations, int 
     for (int kk = 0; kk < 4; kk++) {
       const uint64_t a = peak_descriptor(base + kk * 32, 16);
       const uint64_t b = peak_descriptor(base + 8192 + kk * 2048, 8192);
-      if constexpr (REGS == 128) wgmma_m64n256k16_f32(acc, a, b, 1);
-      else wgmma_m64n256k16_f16(acc, a, b, 1);
+      if constexpr (KIND == 0) PEAK_WGMMA(PEAK_N, f32)(acc, a, b, 1);
+      else if constexpr (KIND == 1) PEAK_WGMMA(PEAK_N, f16)(acc, a, b, 1);
+      else PEAK_WGMMA(PEAK_N, bf16)(acc, a, b, 1);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" : : : "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;" : : : "memory");
@@ -61,16 +74,16 @@ __device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations, int 
 }
 #endif
 
-// Two kernels, each reducing its accumulators in their own type: reading the f32 accumulators
+// Three kernels, each reducing its accumulators in their own type: reading the f32 accumulators
 // as bits (__float_as_uint) in a shared template made ptxas inject warpgroup.arrive (C7519)
 // and a wait after every wgmma (seen in the SASS with nvcc 13), which serializes them.
 extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f32(uint32_t* out, int iterations,
                                                                      int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
-  float acc[128] = {};
-  peak_loop(acc, iterations, random, rec);
+  float acc[PEAK_N / 2] = {};
+  peak_loop<0>(acc, iterations, random, rec);
   float x = 0;
-  for (int r = 0; r < 128; r++) x += acc[r];
+  for (int r = 0; r < PEAK_N / 2; r++) x += acc[r];
   if (x == 12345.0f) out[0] = 1;
 #else
   asm volatile("trap;");  // wgmma needs sm_90a
@@ -80,11 +93,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f32(uint32_t* ou
 extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f16(uint32_t* out, int iterations,
                                                                      int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
-  uint32_t acc[64] = {};
-  peak_loop(acc, iterations, random, rec);
+  uint32_t acc[PEAK_N / 4] = {};
+  peak_loop<1>(acc, iterations, random, rec);
   uint32_t x = 0;
-  for (int r = 0; r < 64; r++) x ^= acc[r];
+  for (int r = 0; r < PEAK_N / 4; r++) x ^= acc[r];
   if (x == 0x7f812345u) out[0] = x;
+#else
+  asm volatile("trap;");  // wgmma needs sm_90a
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_bf16(uint32_t* out, int iterations,
+                                                                      int random, uint64_t* rec) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
+  float acc[PEAK_N / 2] = {};
+  peak_loop<2>(acc, iterations, random, rec);
+  float x = 0;
+  for (int r = 0; r < PEAK_N / 2; r++) x += acc[r];
+  if (x == 12345.0f) out[0] = 1;
 #else
   asm volatile("trap;");  // wgmma needs sm_90a
 #endif

@@ -662,7 +662,7 @@ __device__ __forceinline__ bool split_k_last(acc_t (&acc)[ACC_REGS], float* __re
 // Block b computes tiles b, b + gridDim.x, ... in tile_coordinates' order: kernel7 launches one
 // block per tile, kernel8 one block per SM (persistent), whose producer fills the stages of its
 // next tile while the consumers store the last one. The stage and its barrier phase run on
-// across tiles (`it` counts K tiles over the block's whole life).
+// across tiles (`StageRing`).
 // The block tile of turn t: with clusters, turn t is a column of CLUSTER_M tiles, one per block.
 __device__ __forceinline__ void block_tile(int t, int tiles_m, int tiles_n, int& row, int& col) {
 #if CLUSTER_M > 1
@@ -671,6 +671,27 @@ __device__ __forceinline__ void block_tile(int t, int tiles_m, int tiles_n, int&
 #else
   tile_coordinates(t, tiles_m, tiles_n, row, col);
 #endif
+}
+
+// The stage a K tile uses and the parity of that stage's barrier phase, over the block's whole
+// life: it % STAGES and it / STAGES % 2 of the K tiles so far, kept as counters that wrap (with
+// `it % STAGES` ptxas spent a divide's worth of integer instructions on it every K tile).
+struct StageRing {
+  uint32_t stage = 0, phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// The 128-byte-swizzled descriptor of `address` plus `bytes` (a multiple of 16): the start
+// address is the low field, address / 16, and every shared address is below 2^18 (228 KiB),
+// so adding to the descriptor is adding to the address. The loops add to descriptors built
+// once, in uniform registers, instead of building each one from its address.
+__device__ __forceinline__ uint64_t descriptor_plus(uint64_t desc, uint32_t bytes) {
+  return desc + (bytes >> 4);
 }
 
 // A consumer warp is done with a stage: with clusters, in every block (each block's copies
@@ -694,7 +715,10 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
   const uint32_t c_full = empty + 8 * STAGES;
 #endif
   // ceil-divided without overflow (M, N, K >= 1): a ragged edge is a partial tile
-  const int warpgroup = threadIdx.x / WARPGROUP, k_tiles = (K - 1) / BK + 1;
+  // the warpgroup from lane 0 (CUTLASS's canonical_warp_group_idx): ptxas then knows it is the
+  // same in every lane, and keeps what depends on it (A's descriptors) in uniform registers
+  const int warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / WARPGROUP, 0);
+  const int k_tiles = (K - 1) / BK + 1;
   const int tiles_m = (M - 1) / BM + 1, tiles_n = (N - 1) / BN + 1, tiles = tiles_m * tiles_n;
 #if SPLITS > 1
   // one block per (tile, split), split-major: this block's split and its K tiles
@@ -725,13 +749,14 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
   if (warpgroup == 0) {
     setmaxnreg_dec<PRODUCER_REGISTERS>();
     if (threadIdx.x == 0) {
-      int it = 0;
+      StageRing ring;
+      bool refill = false;  // every stage has been filled once: wait until it is released
       TILE_LOOP {
         int row, col;
         block_tile(t, tiles_m, tiles_n, row, col);
-        for (int k = 0; k < k_count; k++, it++) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbarrier_wait(empty + 8 * s, (it / STAGES - 1) & 1);
+        for (int k = 0; k < k_count; k++, ring.advance(), refill |= ring.stage == 0) {
+          const uint32_t s = ring.stage;
+          if (refill) mbarrier_wait(empty + 8 * s, ring.phase ^ 1);
           const uint32_t a = base + s * STAGE_BYTES, b = a + A_STAGE_BYTES;
           mbarrier_arrive_expect_tx(full + 8 * s,
                                     STAGE_BYTES - PLANT_SHORT_EXPECT_TX * B_BOX_BYTES);
@@ -758,7 +783,12 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
   }
   setmaxnreg_inc<CONSUMER_REGISTERS>();
   const int consumer = warpgroup - 1, lane = threadIdx.x % 32;
-  int it = 0;
+  StageRing ring;
+  uint32_t released = 0;  // the stage of the K tile before (the one a wait<1> frees)
+  int it = 0;  // K tiles so far (only PLANT_SKIP_FIRST_WAITS reads it)
+  // stage 0's descriptors: A's 64 rows of this consumer (K-major), B's tile (MN-major)
+  const uint64_t a_desc = descriptor(base + consumer * CONSUMER_M * 128, 16, 1024),
+                 b_desc = descriptor(base + A_STAGE_BYTES, B_BOX_BYTES, 1024);
 #if TMA_STORE_EPILOGUE
   const int warp = threadIdx.x / 32 % 4;
   const uint32_t staging =
@@ -779,19 +809,17 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
 #if TMA_STORE_EPILOGUE
     const int warp_row = row * BM + consumer * CONSUMER_M + warp * 16;
 #endif
-    for (int k = 0; k < k_count; k++, it++) {
-      const int s = it % STAGES;
-      if (!PLANT_SKIP_FIRST_WAITS || it >= STAGES)
-        mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
-      const uint32_t a = base + s * STAGE_BYTES + consumer * CONSUMER_M * 128,
-                     b = base + s * STAGE_BYTES + A_STAGE_BYTES;
+    for (int k = 0; k < k_count; k++, it++, ring.advance()) {
+      const uint32_t s = ring.stage;
+      if (!PLANT_SKIP_FIRST_WAITS || it >= STAGES) mbarrier_wait(full + 8 * s, ring.phase);
+      const uint64_t a = descriptor_plus(a_desc, s * STAGE_BYTES),
+                     b = descriptor_plus(b_desc, s * STAGE_BYTES);
       fence_registers(acc);
       wgmma_fence();
       if (TIMING_KEEP(MMA, alpha)) {
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++)  // A: 32 bytes along its 128-byte rows; B: 16 rows
-          wgmma_tile(acc, descriptor(a + kk * 32, 16, 1024),
-                     descriptor(b + kk * 16 * 128, B_BOX_BYTES, 1024));
+          wgmma_tile(acc, descriptor_plus(a, kk * 32), descriptor_plus(b, kk * 16 * 128));
       }
       wgmma_commit();
 #if TMA_STORE_EPILOGUE
@@ -809,13 +837,14 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
 #if PLANT_EARLY_RELEASE
       if (lane == 0) mbarrier_arrive(empty + 8 * s);  // (the bug) its wgmma may still read it
 #else
-      if (k > 0 && lane == 0) release_stage(empty + 8 * ((it - 1) % STAGES));
+      if (k > 0 && lane == 0) release_stage(empty + 8 * released);
 #endif
+      released = s;
     }
     wgmma_wait<0>();
     fence_registers(acc);
     if (!PLANT_EARLY_RELEASE && lane == 0)
-      release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
+      release_stage(empty + 8 * released);  // the tile's last stage
 #if SPLITS > 1
     if (!split_k_last(acc, workspace, counters, row * tiles_n + col, split, consumer, [&] {
           if (lane == 0 && read_c) {  // C's first boxes, as kernel10 asks for them at c_at
