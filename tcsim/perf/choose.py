@@ -21,18 +21,29 @@ from .gpus import Gpu, MissingRateError
 from .gpus import gpu as gpu_named
 from .model import Explanation
 
-# wgmma m64n256k16 (the one wgmma shape gpus.json has a rate for) on 128 x 256 tiles, two
-# consumer warpgroups (the kernels' default), or on 64 x 256 tiles with one, which makes twice
-# the tiles: more SMs busy on small and skinny problems, more L2 traffic per flop on large ones.
+# wgmma m64n256k16 on 128 x 256 tiles, two consumer warpgroups (the kernels' default), or on
+# 64 x 256 tiles with one, which makes twice the tiles: more SMs busy on small and skinny
+# problems, more L2 traffic per flop on large ones.
 WGMMA_TILES = {"128x256": {}, "64x256": {"block_m": 64}}
+# Narrower wgmma (m64n192k16, m64n128k16, m64n64k16): more tiles again, for problems whose
+# 256-wide tiles leave SMs idle or a last wave mostly empty (1024^3 makes 32 tiles of 128 x 256
+# for 132 SMs; 3072^3 makes 144, 384 of 128 x 192). Each consumer owns its tile's whole width.
+NARROW_TILES = {"128x192": {"block_n": 192, "warp_n": 192},
+                "128x128": {"block_n": 128, "warp_n": 128},
+                "64x128": {"block_m": 64, "block_n": 128, "warp_n": 128},
+                "128x64": {"block_n": 64, "warp_n": 64}}
 # kernel10 also splits K (`tcsim.kernels.split_k`): S times the blocks, each over 1/S of K,
 # for f32 accumulators; the model charges the partials' trip through L2 and the reducer's
 # wait for them. With f16 accumulators these candidates are set aside (`Choice.set_aside`).
+# Split on the tiles that make few blocks on skinny or deep problems (128 x 128 split 2 was
+# the fastest kernel10 at 128x8192x8192 and 256x4096x16384 on the H100).
 SPLIT_K = (2, 3, 4)
+SPLIT_TILES = {**WGMMA_TILES, "128x128": NARROW_TILES["128x128"]}
 TILE_VARIANTS: dict[str, dict[str, dict]] = {
-    **{name: WGMMA_TILES for name in ("kernel7", "kernel8", "kernel9")},
-    "kernel10": {**WGMMA_TILES, **{f"{label} split {s}": {**tile, "splits": s}
-                                   for label, tile in WGMMA_TILES.items() for s in SPLIT_K}}}
+    **{name: {**WGMMA_TILES, **NARROW_TILES} for name in ("kernel7", "kernel8", "kernel9")},
+    "kernel10": {**WGMMA_TILES, **NARROW_TILES,
+                 **{f"{label} split {s}": {**tile, "splits": s}
+                    for label, tile in SPLIT_TILES.items() for s in SPLIT_K}}}
 
 
 @dataclass(frozen=True)
