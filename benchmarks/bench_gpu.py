@@ -294,8 +294,8 @@ def _check_block(kernel, p, operands, D, rng, beta: float = 0.0) -> str:
     """D's bits on one random block tile against tcsim.run on that sub-problem (alpha 1)."""
     A, B, C = operands
     M, N = D.shape
-    r = rng.integers(M // p.block_m) * p.block_m
-    c = rng.integers(N // p.block_n) * p.block_n
+    r = rng.integers(-(-M // p.block_m)) * p.block_m  # a ragged edge's block too
+    c = rng.integers(-(-N // p.block_n)) * p.block_n
     rows, cols = slice(r, r + p.block_m), slice(c, c + p.block_n)
     sim = tcsim.run(kernel, A[rows], B[:, cols], C[rows, cols], 1.0, beta, **p.as_dict())
     same = np.array_equal(sim.view(np.uint16), D[rows, cols].view(np.uint16))
