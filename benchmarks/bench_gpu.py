@@ -31,6 +31,7 @@ import time
 from functools import partial
 
 import bench_cuda  # this folder's
+import ml_dtypes
 import numpy as np
 
 import tcsim
@@ -201,17 +202,21 @@ def main() -> None:
             json.dump({"gpu": smi.strip(), "ceilings": ceilings, "rows": rows}, f, indent=1)
 
 
-def references(M: int, N: int, K: int, rng) -> tuple[list, object, dict]:
+def references(M: int, N: int, K: int, rng, inputs: str = "f16") -> tuple[list, object, dict]:
     """ROTATE input sets (A, B, C) on the GPU, an output D, and the reference contenders:
     cuBLAS (cupy.matmul, beta 0: it reads no C), and when torch is there (a reference, never a
     dependency) torch.matmul (cuBLAS's fastest path here) and torch.addmm (beta 1: it reads C
-    as the twins do with beta 1, and writes over it)."""
+    as the twins do with beta 1, and writes over it). ``inputs`` "bf16": the arrays hold
+    bfloat16 bits as uint16 (CuPy has no bfloat16), torch views them as bfloat16, and
+    cupy.matmul, which cannot, is left out."""
     import cupy
 
-    sets = [[cupy.asarray(rng.uniform(-1, 1, s).astype(np.float16))
-             for s in ((M, K), (K, N), (M, N))] for _ in range(ROTATE)]
-    D = cupy.empty((M, N), cupy.float16)
-    contenders = {("cuBLAS", "f32"): partial(_cublas, sets, D)}
+    host = np.float16 if inputs == "f16" else ml_dtypes.bfloat16
+    sets = [[cupy.asarray(rng.uniform(-1, 1, s).astype(host).view(np.uint16)).view(
+        cupy.float16 if inputs == "f16" else cupy.uint16)
+        for s in ((M, K), (K, N), (M, N))] for _ in range(ROTATE)]
+    D = cupy.empty((M, N), sets[0][0].dtype)
+    contenders = {("cuBLAS", "f32"): partial(_cublas, sets, D)} if inputs == "f16" else {}
     torch_matmul = _torch_matmul(sets)
     if torch_matmul:
         contenders["torch", "f32"] = torch_matmul
@@ -270,8 +275,14 @@ def _torch_matmul(sets):
         import torch
     except ImportError:
         return None
-    tensors = [[torch.as_tensor(x, device="cuda") for x in s[:2]] for s in sets]
+    tensors = [[_torch_view(torch, x) for x in s[:2]] for s in sets]
     return lambda i: torch.matmul(*tensors[i % ROTATE])
+
+
+def _torch_view(torch, x):
+    """A CuPy array as torch sees it: uint16 bits (bench_gpu.references' bf16) as bfloat16."""
+    t = torch.as_tensor(x, device="cuda")
+    return t.view(torch.bfloat16) if t.dtype == torch.uint16 else t
 
 
 def _torch_addmm(sets):
@@ -280,7 +291,7 @@ def _torch_addmm(sets):
     launch to launch; what is timed does not depend on them."""
     import torch
 
-    tensors = [[torch.as_tensor(x, device="cuda") for x in s] for s in sets]
+    tensors = [[_torch_view(torch, x) for x in s] for s in sets]
     return lambda i: torch.addmm(tensors[i % ROTATE][2], *tensors[i % ROTATE][:2],
                                  out=tensors[i % ROTATE][2])
 
@@ -294,9 +305,11 @@ def _check_block(kernel, p, operands, D, rng, beta: float = 0.0) -> str:
     """D's bits on one random block tile against tcsim.run on that sub-problem (alpha 1)."""
     A, B, C = operands
     M, N = D.shape
-    r = rng.integers(M // p.block_m) * p.block_m
-    c = rng.integers(N // p.block_n) * p.block_n
+    r = rng.integers(-(-M // p.block_m)) * p.block_m  # a ragged edge's block too
+    c = rng.integers(-(-N // p.block_n)) * p.block_n
     rows, cols = slice(r, r + p.block_m), slice(c, c + p.block_n)
+    if A.dtype == np.uint16:  # bf16 bits (references with inputs "bf16")
+        A, B, C = (x.view(ml_dtypes.bfloat16) for x in (A, B, C))
     sim = tcsim.run(kernel, A[rows], B[:, cols], C[rows, cols], 1.0, beta, **p.as_dict())
     same = np.array_equal(sim.view(np.uint16), D[rows, cols].view(np.uint16))
     return f"bit-exact block ({r}, {c})" if same else f"MISMATCH in block ({r}, {c})"

@@ -5,9 +5,10 @@
     python benchmarks/bench_sweep.py --fit OUT.json          # anywhere: refit explain's 3 fitted
                                                              # constants on FIT_SHAPES
 
-``--measure`` times, at each shape, torch.matmul (cuBLAS; f16 in, f32 accumulation, f16 out)
-and kernel10's twin in every tile variant of `VARIANTS` that divides the shape (split-K's
-with f32 accumulators only; ``--variants`` picks some), for each accumulator type, in
+``--measure`` times, at each shape, torch.matmul (cuBLAS; f16 in, f32 accumulation, f16 out;
+``--inputs f16 bf16`` adds bf16 in and out, f32 accumulators only) and kernel10's twin in
+every tile variant of `VARIANTS` that runs the shape (ragged ones included; split-K's with f32
+accumulators only; ``--variants`` picks some), for each accumulator type, in
 interleaved rounds (`bench_gpu.interleaved_medians`: one launch of each per round, three
 rotating input sets, a spin-kernel lead), and checks one random block tile of each variant bit
 for bit against `tcsim.run`. ``--table`` adds explain's prediction for each
@@ -46,7 +47,7 @@ FITTED = {"launch_seconds": [x * 1e-6 for x in np.arange(3.0, 7.01, 0.25)],
 
 
 def measure(path: str, shapes, runs: int, accumulate: list[str],
-            variants: list[str] | None = None) -> None:
+            variants: list[str] | None = None, inputs: tuple[str, ...] = ("f16",)) -> None:
     import bench_gpu  # this folder's: the timing and the check of the speed table
     import cupy
 
@@ -56,8 +57,8 @@ def measure(path: str, shapes, runs: int, accumulate: list[str],
     kernel = tcsim.kernels.kernel_named(KERNEL)
     rng = np.random.default_rng()
     rows = []
-    for M, N, K in shapes:
-        sets, D, references = bench_gpu.references(M, N, K, rng)
+    for (M, N, K), dtype in ((shape, d) for shape in shapes for d in inputs):
+        sets, D, references = bench_gpu.references(M, N, K, rng, dtype)
         contenders = {("torch", "f32"): references["torch", "f32"]}
         params = {}
         for label, overrides in VARIANTS.items():
@@ -66,9 +67,10 @@ def measure(path: str, shapes, runs: int, accumulate: list[str],
             for acc in accumulate:
                 if overrides.get("splits", 1) > 1 and acc != "f32":
                     continue  # split-K sums f32 partials (tcsim.kernels.split_k)
-                p = kernel.params(accumulate=acc, **overrides)
-                if M % p.block_m or N % p.block_n or K % p.block_k or \
-                        p.splits > K // p.block_k:
+                if dtype == "bf16" and acc != "f32":
+                    continue  # bf16 products have no f16 accumulator
+                p = kernel.params(accumulate=acc, inputs=dtype, output=dtype, **overrides)
+                if p.splits > -(-K // p.block_k):  # ragged shapes run; surplus splits do not
                     continue
                 params[label, acc] = p
                 contenders[label, acc] = partial(bench_gpu._kernel, [launcher(device_launch(
@@ -78,13 +80,16 @@ def measure(path: str, shapes, runs: int, accumulate: list[str],
         for (label, acc), t in seconds.items():
             row = {"shape": [M, N, K], "variant": label, "accumulate": acc, "seconds": t,
                    "torch_seconds": seconds["torch", "f32"]}
+            if dtype != "f16":
+                row["inputs"] = dtype
             if (label, acc) in params:
                 p = params[label, acc]
                 contenders[label, acc](0)
                 row["check"] = bench_gpu._check_block(kernel, p, host, cupy.asnumpy(D), rng)
-                row["params"] = VARIANTS[label]
+                row["params"] = {**VARIANTS[label], **(  # what trace needs to explain it
+                    {"inputs": dtype, "output": dtype} if dtype != "f16" else {})}
             rows.append(row)
-            print(f"{M}x{N}x{K} {label} {acc}: {2 * M * N * K / t / 1e12:.0f} TFLOP/s "
+            print(f"{M}x{N}x{K} {dtype} {label} {acc}: {2 * M * N * K / t / 1e12:.0f} TFLOP/s "
                   f"{row.get('check', '')}", flush=True)
         del sets, D, contenders
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
@@ -178,13 +183,16 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
     p.add_argument("--accumulate", nargs="*", default=["f16", "f32"])
+    p.add_argument("--inputs", nargs="*", default=["f16"], choices=["f16", "bf16"],
+                   help="input types (bf16: f32 accumulators, bf16 out; torch.matmul in bf16)")
     p.add_argument("--variants", nargs="*", default=None,
                    help="labels of VARIANTS to measure (default: all), e.g. '64x256 split 2'")
     args = p.parse_args()
     if args.measure:
         shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \
             else SWEEP
-        measure(args.measure, shapes, args.runs, args.accumulate, args.variants)
+        measure(args.measure, shapes, args.runs, args.accumulate, args.variants,
+                tuple(args.inputs))
     if args.table:
         print(render(table(args.table)))
     if args.fit:
