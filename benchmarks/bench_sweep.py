@@ -32,9 +32,10 @@ import numpy as np
 import tcsim
 from tcsim.perf.choose import TILE_VARIANTS
 
-SWEEP = [(1024, 1024, 1024), (2048, 2048, 2048), (3072, 3072, 3072), (4096, 4096, 4096),
-         (8192, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192), (512, 4096, 4096),
-         (512, 8192, 8192), (8192, 8192, 1024), (4096, 4096, 16384)]
+SWEEP = [(1024, 1024, 1024), (1536, 1536, 1536), (2048, 2048, 2048), (3072, 3072, 3072),
+         (4096, 4096, 4096), (8192, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
+         (512, 4096, 4096), (512, 8192, 8192), (256, 4096, 16384), (8192, 8192, 1024),
+         (4096, 4096, 16384), (3000, 3000, 3000), (1000, 776, 1000)]  # the last two ragged
 KERNEL = "kernel10"
 VARIANTS = TILE_VARIANTS[KERNEL]  # the tile variants tcsim.choose_tile compares
 # The shapes explain's fitted constants were fitted on (docs/performance.md); the rest of the
