@@ -45,7 +45,8 @@ the duration given below. Measurements:
   its shared tile, SMs x 1 block of 2 warpgroups (the Hopper twins' consumers), warpgroup wgmma
   over clock64 spans, ~50 ms; sm_clock_ghz_wgmma_<acc>_2ms and _50ms: the clock under the
   m64n256k16 f16 load in launches of ~2 ms (one large GEMM) and ~50 ms, as for
-  sm_clock_ghz_tensor. `--only wgmma_throughput` runs these alone (well under a minute).
+  sm_clock_ghz_tensor. `--only wgmma_throughput` runs these alone (8 s on the H100);
+  `--describe LOG --entries NAME ...` writes only the gpus.json entries named.
 - l2_tma_read_bytes_per_s (and per cycle, per SM per cycle): benchmarks/cuda/tma_bench.cu, SMs x 1
   block whose one thread keeps 6 stages x 4 boxes of 64 x 64 f16 (128-byte swizzle) in flight
   from an L2-resident 16 MiB matrix, ~5 ms; tma_latency_cycles: one block, one box at a time.
@@ -73,7 +74,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import partial
 
@@ -791,11 +792,13 @@ TENSOR_DESCRIPTION = (
 )
 
 
-def update_description(log: str, path: str, key: str = "H100-SXM") -> list[str]:
+def update_description(log: str, path: str, key: str = "H100-SXM",
+                       entries: Collection[str] | None = None) -> list[str]:
     """Write this run's constants (the JSON ``log``) into GPU ``key`` of ``path`` (gpus.json),
     each with its source: the log's file name and the measurement's key. A run of some
     measurements (``--only``) writes the entries it measured and leaves the others as they
-    were; returns the gpus.json entries it left, with the key each lacked."""
+    were; ``entries`` (gpus.json names such as ``wgmma.m64n128k16.f32.f16``) writes those
+    alone. Returns the gpus.json entries it left, with why."""
     run = json.load(open(log))
     measured = run["constants"]
     table = json.load(open(path))
@@ -803,18 +806,25 @@ def update_description(log: str, path: str, key: str = "H100-SXM") -> list[str]:
     where = f"benchmarks/bench_gpu_constants.py on the project's H100, {run['date'][:10]} ({log})"
     left = []
     for name, keys, unit, what in DESCRIPTION:
+        if entries is not None and name not in entries:
+            left.append(f"{name} (not asked for)")
+            continue
         if any(k not in measured for k in keys):
             left.append(f"{name} (no {', '.join(k for k in keys if k not in measured)})")
             continue
         value = statistics.mean(measured[k]["value"] for k in keys)
         desc["constants"][name] = {"value": value, "unit": unit, "source": f"{where}: {what}"}
     for family, k in TENSOR_DESCRIPTION:
+        if entries is not None and family not in entries:
+            left.append(f"{family} (not asked for)")
+            continue
         if k not in measured:
             left.append(f"{family} (no {k})")
             continue
         desc["tensor"][family] = {"value": measured[k]["value"], "unit": "instructions/SM/cycle",
                                   "source": f"{where}: {k}"}
-    if "mma_m16n8k8_tf32_f32_per_sm_per_cycle" in measured:
+    if "mma_m16n8k8_tf32_f32_per_sm_per_cycle" in measured and \
+            (entries is None or "m16n8k4.f32.tf32" in entries):
         m16n8k8 = desc["tensor"]["m16n8k8.f32.tf32"]["value"]
         desc["tensor"]["m16n8k4.f32.tf32"] = {
             "value": 2 * m16n8k8, "unit": "instructions/SM/cycle",
@@ -890,10 +900,14 @@ def main() -> None:
                    choices=[m.__name__ for m in MEASUREMENTS], help="run only these")
     p.add_argument("--describe", metavar="LOG.json", default=None,
                    help="no GPU: write that run's constants into tcsim/perf/gpus.json's H100")
+    p.add_argument("--entries", nargs="*", default=None, metavar="NAME",
+                   help="with --describe: write only these gpus.json entries "
+                        "(e.g. wgmma.m64n128k16.f32.f16)")
     args = p.parse_args()
     if args.describe:
-        for entry_left in update_description(args.describe, "tcsim/perf/gpus.json"):
-            print(f"left as it was (not in {args.describe}): {entry_left}")
+        for entry_left in update_description(args.describe, "tcsim/perf/gpus.json",
+                                             entries=args.entries):
+            print(f"left as it was: {entry_left}")
         return
     from tcsim.hw import runtime
 
