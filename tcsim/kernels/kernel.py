@@ -153,6 +153,9 @@ class Kernel:
                        PROMOTION=p.promotion)
         out.update({f"PLANT_{plant.upper()}": 1 for plant in self.plants})
         out.update(self.options)
+        if p.producers and "CONSUMER_REGISTERS" in out:
+            out["CONSUMER_REGISTERS"] = consumer_registers(p, out["CONSUMER_REGISTERS"],
+                                                           out.get("PRODUCER_REGISTERS", 0))
         for tile in self.tiles(p):  # none for a kernel without shared tiles
             s = tile.swizzle
             out.update({f"{tile.operand}_SWZ_BITS": s.bits, f"{tile.operand}_SWZ_BASE": s.base,
@@ -161,6 +164,19 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<Kernel {self.name}: {self.summary}>"
+
+
+REGISTERS_PER_SM = 65536  # sm_90's register file, 32-bit registers
+WARPGROUP_THREADS = 128
+
+
+def consumer_registers(p: GemmParams, wanted: int, producer: int) -> int:
+    """The registers each consumer thread asks with setmaxnreg.inc: ``wanted``, or less where
+    the producer's and the consumers' warpgroups would not fit the register file together
+    (a request the SM cannot grant waits forever: three consumers of 232 hung the H100). A
+    multiple of 8, as setmaxnreg takes."""
+    fit = (REGISTERS_PER_SM // WARPGROUP_THREADS - producer * p.producers) // p.consumers
+    return min(wanted, fit // 8 * 8)
 
 
 def require(ok: bool, message: str) -> None:

@@ -228,3 +228,21 @@ def test_explain_takes_ragged_bf16_traces():
                          inputs="bf16", output="bf16")
     whole = tcsim.trace("kernel10", 1024, 1024, 1024, beta=1.0, accumulate="f32")
     assert ragged.explain().seconds == pytest.approx(whole.explain().seconds, rel=0.2)
+
+
+@pytest.mark.parametrize("tile", [{}, {"block_m": 64},
+                                  {"block_m": 192, "block_n": 192, "warp_n": 192, "stages": 3},
+                                  {"block_m": 256, "block_n": 128, "warp_n": 128, "stages": 3}])
+@pytest.mark.parametrize("name", ["kernel7", "kernel10"])
+def test_setmaxnreg_requests_fit_the_register_file(name, tile):
+    # setmaxnreg.inc waits until the SM can grant it: the producer's and every consumer's
+    # requests must fit 64K registers together, or the twin hangs (three consumers of 232
+    # registers hung the H100). One or two consumers keep the 232 the rungs were tuned with.
+    kernel = tcsim.kernels.kernel_named(name)
+    p = kernel.params(accumulate="f32", **tile)
+    d = kernel.defines(p)
+    producer, consumer = d["PRODUCER_REGISTERS"], d["CONSUMER_REGISTERS"]
+    assert 128 * (producer + p.consumers * consumer) <= 65536
+    assert consumer % 8 == 0 and producer % 8 == 0
+    if p.consumers <= 2:
+        assert consumer == 232
