@@ -312,8 +312,13 @@ def test_a_conflict_free_shared_limit_is_not_blamed_on_bank_conflicts():
 
 
 def test_a_wgmma_shape_without_a_measured_rate_is_refused_clearly():
-    """gpus.json measures wgmma m64n256k16 only: kernel10 with 192-column tiles issues
-    m64n192k16, whose rate is not assumed."""
+    """A description without a measured m64n192k16 rate (gpus.json's H100 has one): kernel10
+    with 192-column tiles issues it, and its rate is not assumed from another shape's."""
+    from dataclasses import replace
+
+    h100 = gpu("H100-SXM")
+    without = replace(h100, tensor={k: v for k, v in h100.tensor.items() if "n192" not in k})
     t = tcsim.trace("kernel10", 1536, 1536, 1024, block_n=192, warp_n=192)
+    t.explain(h100, registers=168)
     with pytest.raises(ValueError, match="no tensor rate for 'wgmma.m64n192k16"):
-        t.explain("H100-SXM", registers=168)
+        t.explain(without, registers=168)
