@@ -107,7 +107,8 @@ def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
     for row in log["rows"]:
         M, N, K = row["shape"]
         flops = 2 * M * N * K
-        r = {"shape": f"{M}x{N}x{K}", "variant": row["variant"], "acc": row["accumulate"],
+        shape = f"{M}x{N}x{K}" + (f" {row['inputs']}" if "inputs" in row else "")  # bf16 in
+        r = {"shape": shape, "variant": row["variant"], "acc": row["accumulate"],
              "tflops": flops / row["seconds"] / 1e12,
              "of_cublas": row["torch_seconds"] / row["seconds"], "check": row.get("check", "")}
         if "params" in row:
