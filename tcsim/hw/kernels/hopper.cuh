@@ -686,9 +686,9 @@ struct StageRing {
   }
 };
 
-// The 128-byte-swizzled descriptor of `address` plus `bytes` (a multiple of 16): the start
-// address is the low field, address / 16, and every shared address is below 2^18 (228 KiB),
-// so adding to the descriptor is adding to the address. The loops add to descriptors built
+// `descriptor(address + bytes, ...)` from `descriptor(address, ...)` (bytes a multiple of 16):
+// the start address is the low field, address / 16, and every shared address is below 2^18
+// (228 KiB), so adding to the descriptor is adding to the address. The loops add to descriptors built
 // once, in uniform registers, instead of building each one from its address.
 __device__ __forceinline__ uint64_t descriptor_plus(uint64_t desc, uint32_t bytes) {
   return desc + (bytes >> 4);
