@@ -2,8 +2,10 @@
 
     python benchmarks/bench_sweep.py --measure OUT.json [--runs 15] [--shapes MxNxK ...]
     python benchmarks/bench_sweep.py --table OUT.json        # anywhere: the sweep table
-    python benchmarks/bench_sweep.py --fit OUT.json          # anywhere: refit explain's 3 fitted
+    python benchmarks/bench_sweep.py --fit OUT.json          # anywhere: refit explain's fitted
                                                              # constants on FIT_SHAPES
+    python benchmarks/bench_sweep.py --score [LOG ...]       # anywhere: explain's error on every
+                                                             # logged case (default: EVIDENCE)
 
 ``--measure`` times, at each shape, torch.matmul (cuBLAS; f16 in, f32 accumulation, f16 out;
 ``--inputs f16 bf16`` adds bf16 in and out, f32 accumulators only) and kernel10's twin in
@@ -14,9 +16,12 @@ rotating input sets, a spin-kernel lead), and checks one random block tile of ea
 for bit against `tcsim.run`. ``--table`` adds explain's prediction for each
 measured case (no GPU needed) and prints shape, variant, TFLOP/s, % of cuBLAS, predicted time
 and error, and the model's limiter; the best variant of each shape and accumulator is marked.
-``--fit`` searches the speed model's three fitted constants (gpus.json's ``launch_seconds``,
-``l2_tma_grouped_64_bytes_per_cycle``, ``dram_tma_gemm_bytes_per_s``) for the least worst error on
-the shapes of `FIT_SHAPES` alone, and prints the error on the others, held out.
+``--fit`` searches the speed model's fitted constants (`FITTED`: gpus.json's entries whose
+source begins "FITTED") for the least worst error on the shapes of `FIT_SHAPES` alone, and
+prints the error on the others, held out. ``--score`` explains every kernel case of the logs
+(`EVIDENCE`: every kernel10 sweep, split-K's and the tile variants') and prints each error, the
+fitted cases apart from the held-out ones; a case whose instruction has no measured rate in
+gpus.json is listed as not priced.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ import json
 import subprocess
 import time
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
 import tcsim
 from tcsim.perf.choose import TILE_VARIANTS
+from tcsim.perf.gpus import MissingRateError
 
 SWEEP = [(1024, 1024, 1024), (2048, 2048, 2048), (3072, 3072, 3072), (4096, 4096, 4096),
          (8192, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192), (512, 4096, 4096),
@@ -41,9 +48,21 @@ VARIANTS = TILE_VARIANTS[KERNEL]  # the tile variants tcsim.choose_tile compares
 # sweep is held out.
 FIT_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (128, 8192, 8192),
               (512, 4096, 4096)]
+ROOT = Path(__file__).resolve().parents[1]
+FIT_LOG = "docs/evidence/bench_sweep_kernel10.json"  # FIT_SHAPES' cases in it are the fit's
+# Every log of kernel10's times that --score reads: the sweep, its held-out shapes, split-K's,
+# the tile variants' (narrower tiles are priced once gpus.json has their wgmma rate), and
+# split-K's first reduction, whose split rows are a reduction the kernel no longer has.
+EVIDENCE = (FIT_LOG, "docs/evidence/bench_sweep_kernel10_heldout.json",
+            "docs/evidence/bench_sweep_splitk.json",
+            "docs/evidence/bench_sweep_kernel10_tiles.json",
+            "docs/evidence/bench_sweep_splitk_first_reduction.json")
+SUPERSEDED = {"docs/evidence/bench_sweep_splitk_first_reduction.json":
+              "split-K's first reduction (commit 6b28e02), not today's"}
 FITTED = {"launch_seconds": [x * 1e-6 for x in np.arange(3.0, 7.01, 0.25)],
           "l2_tma_grouped_64_bytes_per_cycle": list(np.arange(7000.0, 11001.0, 100.0)),
-          "dram_tma_gemm_bytes_per_s": [x * 1e12 for x in np.arange(2.0, 3.21, 0.1)]}
+          "dram_tma_gemm_bytes_per_s": [x * 1e12 for x in np.arange(2.0, 3.21, 0.1)],
+          "wgmma_one_warpgroup_gap_cycles": list(np.arange(0.0, 40.1, 2.0))}
 
 
 def measure(path: str, shapes, runs: int, accumulate: list[str],
@@ -100,7 +119,8 @@ def measure(path: str, shapes, runs: int, accumulate: list[str],
 
 
 def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
-    """The measured rows with explain's prediction for each kernel case."""
+    """The measured rows with explain's prediction for each kernel case (a case whose wgmma
+    has no measured rate: ``unpriced``, the reason)."""
     log = json.load(open(path))
     out = []
     for row in log["rows"]:
@@ -110,10 +130,13 @@ def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
              "tflops": flops / row["seconds"] / 1e12,
              "of_cublas": row["torch_seconds"] / row["seconds"], "check": row.get("check", "")}
         if "params" in row:
-            e = tcsim.trace(log["kernel"], M, N, K, accumulate=row["accumulate"],
-                            **row["params"]).explain(gpu)
-            r.update(predicted_ms=e.seconds * 1e3, error=e.seconds / row["seconds"] - 1,
-                     limiter=e.limiter)
+            try:
+                e = _explain(log["kernel"], row, gpu)
+            except MissingRateError as error:
+                r["unpriced"] = str(error).split(" (a ")[0]
+            else:
+                r.update(predicted_ms=e.seconds * 1e3, error=e.seconds / row["seconds"] - 1,
+                         limiter=e.limiter)
         out.append(r)
     for shape in {r["shape"] for r in out}:
         for acc in ("f16", "f32"):
@@ -121,6 +144,71 @@ def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
             if mine:
                 max(mine, key=lambda r: r["tflops"])["best"] = True
     return out
+
+
+def _explain(kernel: str, row: dict, gpu="H100-SXM"):
+    return tcsim.trace(kernel, *row["shape"], accumulate=row["accumulate"],
+                       **row["params"]).explain(gpu)
+
+
+def score(paths=EVIDENCE, gpu="H100-SXM") -> list[dict]:
+    """Every kernel case of the logs ``paths`` (relative to the repository) with explain's
+    prediction and error; ``fitted`` marks `FIT_SHAPES`' cases of `FIT_LOG`, ``skipped`` says
+    why a case is not priced."""
+    out = []
+    for path in paths:
+        log = json.load(open(ROOT / path))
+        for row in log["rows"]:
+            if "params" not in row:
+                continue
+            r = {"log": Path(path).name, "shape": "x".join(map(str, row["shape"])),
+                 "variant": row["variant"], "acc": row["accumulate"],
+                 "measured_us": row["seconds"] * 1e6,
+                 "fitted": path == FIT_LOG and tuple(row["shape"]) in FIT_SHAPES}
+            if path in SUPERSEDED and row["params"].get("splits", 1) > 1:
+                r["skipped"] = SUPERSEDED[path]
+            else:
+                try:
+                    e = _explain(log["kernel"], row, gpu)
+                except MissingRateError as error:
+                    r["skipped"] = str(error).split(" (a ")[0]
+                else:
+                    r.update(predicted_us=e.seconds * 1e6, error=e.seconds / row["seconds"] - 1,
+                             limiter=e.limiter)
+            out.append(r)
+    return out
+
+
+def render_score(rows: list[dict]) -> str:
+    lines = ["| log | M x N x K | variant | acc | measured us | predicted us | error | limiter |",
+             "|---|---|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        if "error" in r:
+            mark = " (fitted)" if r["fitted"] else ""
+            lines.append(f"| {r['log']} | {r['shape']} | {r['variant']}{mark} | {r['acc']} | "
+                         f"{r['measured_us']:.2f} | {r['predicted_us']:.2f} | "
+                         f"{r['error']:+.1%} | {r['limiter']} |")
+    lines.append("")
+    for label, mine in (("fitted", [r for r in rows if "error" in r and r["fitted"]]),
+                        ("held out", [r for r in rows if "error" in r and not r["fitted"]])):
+        errors = [abs(r["error"]) for r in mine]
+        if errors:
+            lines.append(f"{label}: {sum(e <= 0.1 for e in errors)} of {len(errors)} within "
+                         f"10%, max |error| {max(errors):.1%}, median "
+                         f"{float(np.median(errors)):.1%}")
+    for log in dict.fromkeys(r["log"] for r in rows):
+        errors = [abs(r["error"]) for r in rows if r["log"] == log and "error" in r
+                  and not r["fitted"]]
+        if errors:
+            lines.append(f"  {log}: {sum(e <= 0.1 for e in errors)} of {len(errors)} held-out "
+                         f"cases within 10%, max {max(errors):.1%}")
+    skipped = {}
+    for r in rows:
+        if "skipped" in r:
+            skipped[r["skipped"]] = skipped.get(r["skipped"], 0) + 1
+    for why, count in skipped.items():
+        lines.append(f"not priced: {count} case(s): {why}")
+    return "\n".join(lines)
 
 
 def fit(path: str, rounds: int = 2, gpu: str = "H100-SXM") -> dict[str, float]:
@@ -163,6 +251,9 @@ def render(rows: list[dict]) -> str:
             lines.append(f"| {r['shape']} | {name} | {r['acc']} | {r['tflops']:.0f} | "
                          f"{r['of_cublas']:.0%} | {r['predicted_ms']:.3f} | {r['error']:+.0%} | "
                          f"{r['limiter']} | {bits} |")
+        elif "unpriced" in r:
+            lines.append(f"| {r['shape']} | {r['variant']} | {r['acc']} | {r['tflops']:.0f} | "
+                         f"{r['of_cublas']:.0%} | | | not priced | |")
         else:
             lines.append(f"| {r['shape']} | cuBLAS (torch) | f32 | {r['tflops']:.0f} | 100% | "
                          f"| | | |")
@@ -172,6 +263,10 @@ def render(rows: list[dict]) -> str:
                  f"10%, max |error| {max(errors):.0%}; best variant at or above cuBLAS on "
                  f"{sum(r['of_cublas'] >= 1 for r in best)} of {len(best)} shape x accumulator "
                  f"cases")
+    unpriced = {r["unpriced"] for r in rows if "unpriced" in r}
+    if unpriced:
+        lines.append(f"{sum('unpriced' in r for r in rows)} cases not priced: "
+                     + "; ".join(sorted(unpriced)))
     return "\n".join(lines)
 
 
@@ -180,6 +275,8 @@ def main() -> None:
     p.add_argument("--measure", metavar="OUT.json")
     p.add_argument("--table", metavar="MEASURED.json")
     p.add_argument("--fit", metavar="MEASURED.json")
+    p.add_argument("--score", nargs="*", metavar="LOG", default=None,
+                   help="logs relative to the repository (default: all of EVIDENCE)")
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK ...")
     p.add_argument("--accumulate", nargs="*", default=["f16", "f32"])
@@ -197,6 +294,8 @@ def main() -> None:
         print(render(table(args.table)))
     if args.fit:
         fit(args.fit)
+    if args.score is not None:
+        print(render_score(score(args.score or EVIDENCE)))
 
 
 if __name__ == "__main__":

@@ -188,6 +188,16 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     steps = max(p.block_k // p.warp_k, 1)
     fragment_wait = fragments / steps if trace.pipeline.get("fragments_ahead") else fragments
     compute = max(max(main.values()) / k_tiles, main["tensor"] / k_tiles + fragment_wait)
+    tensor_idle = 0.0  # cycles a K tile the pipe waits on its one consumer warpgroup
+    if wgmma and ONE_WARPGROUP_GAP in g.constants:
+        # A warpgroup's wgmma of a K tile add to the same accumulators: alone, it leaves the
+        # pipe idle a while after each; a second consumer warpgroup's wgmma fill those gaps.
+        groups = _consumers(p)
+        issued = sum(s.executions for s in mainloop if s.space == "wgmma") \
+            / WARPGROUP_WARPS / blocks / k_tiles / groups  # one warpgroup's wgmma a K tile
+        alone = main["tensor"] / k_tiles / groups + issued * g[ONE_WARPGROUP_GAP]
+        tensor_idle = max(alone - compute, 0.0)
+        compute = max(compute, alone)
     barriers = trace.pipeline.get("barriers", 0)
     stores = sum(s.wavefronts for s in mainloop if _shared_store(s)) / blocks / k_tiles \
         / shared_rate
@@ -201,46 +211,58 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                   g.constants else "dram_bytes_per_s"]
     launch = g["launch_seconds"] if "launch_seconds" in g.constants else 0.0
 
+    # the last wave may be partly empty: its blocks spread over that many SMs (one a SM first)
+    busy_last = min(sms, blocks - (waves - 1) * concurrent)
+
     def at(hz: float) -> dict:
         """The time at SM clock ``hz``: what is counted in cycles and what in bytes/s meet."""
         tma_rate = _tma_rate(p, g, hz) if tma or tma_sectors else 0.0
-        if tma:  # the busy SMs share TMA's rate; one SM alone reaches its own limit
-            rate = min(tma_rate / busy, g["tma_sm_bytes_per_s"]) / hz \
-                if "tma_sm_bytes_per_s" in g.constants else tma_rate / sms / hz
-        else:
-            rate = g["l2_bytes_per_s"] / sms / hz
-        transfer = load_bytes / rate
-        if prefetch == 0:
-            chain = max(latency_global, transfer) + compute + refill
-        else:
-            chain = max(latency_global / prefetch, transfer, compute) + refill
-        # TMA-fed blocks of a wave run in step and reach their epilogues together: the D
-        # tiles of every busy SM go through L2 at once (module docstring).
-        burst = _epilogue_burst(sites, tiles, busy / splits, hz, g) if tma else 0.0
-        # split-K: the reducing block of a tile waits for the others' partials and reads them
-        reduction = _reduction_cycles(sites, tiles, splits, busy, hz, g)
-        latency_block = chain * k_tiles + reduction + epilogue + burst
+
+        def wave(busy: int) -> dict:
+            """One block's chain in a wave of ``busy`` SMs, and what of it stays exposed."""
+            if tma:  # the busy SMs share TMA's rate; one SM alone reaches its own limit
+                rate = min(tma_rate / busy, g["tma_sm_bytes_per_s"]) / hz \
+                    if "tma_sm_bytes_per_s" in g.constants else tma_rate / sms / hz
+            else:
+                rate = g["l2_bytes_per_s"] / sms / hz
+            transfer = load_bytes / rate
+            if prefetch == 0:
+                chain = max(latency_global, transfer) + compute + refill
+            else:
+                chain = max(latency_global / prefetch, transfer, compute) + refill
+            # TMA-fed blocks of a wave run in step and reach their epilogues together: the D
+            # tiles of every busy SM go through L2 at once (module docstring).
+            burst = _epilogue_burst(sites, tiles, busy / splits, hz, g) if tma else 0.0
+            # split-K: the reducing block of a tile waits for the others' partials, reads them
+            reduction = _reduction_cycles(sites, tiles, splits, busy, hz, g)
+            latency_block = chain * k_tiles + reduction + epilogue + burst
+            # The pipe does every block's work; one block's waits beyond its own work stay
+            # exposed, as the blocks leave their barriers and refill their pipelines together.
+            return {"transfer": transfer, "chain": chain, "burst": burst,
+                    "reduction": reduction,
+                    "exposed": max(latency_block - per_block[busiest], 0.0)}
+
+        full = wave(busy)
+        last = wave(busy_last) if busy_last != busy else full
         # the pipeline's fill: a block's first K tile waits for its copies' latency, transfer
-        fill = latency_global + transfer if tma else 0.0
-        # The pipe does every block's work; one block's waits beyond its own work stay
-        # exposed, as the blocks leave their barriers and refill their pipelines together.
-        exposed = max(latency_block - per_block[busiest], 0.0)
+        fill = latency_global + full["transfer"] if tma else 0.0
         units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
         units["l2"] = l1_misses * SECTOR / g["l2_bytes_per_s"] + \
             (tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0)
         units["dram"] = dram_bytes / dram_rate
-        latency = (waves * exposed + fill) / hz
+        latency = ((waves - 1) * full["exposed"] + last["exposed"] + fill) / hz
         seconds = launch + max(units[busiest] + latency, units["l2"], units["dram"])
-        return {"transfer": transfer, "chain": chain, "burst": burst, "fill": fill,
-                "reduction": reduction,
-                "units": units, "latency": latency, "seconds": seconds}
+        return {**full, "fill": fill, "units": units, "latency": latency, "seconds": seconds}
 
     # The clock under the power cap falls while the kernel runs (`Gpu.clock_hz`): a short
     # kernel runs faster, so its time and its clock are found together.
-    hz = g.clock_hz(wgmma, p.accumulate, busy)
+    # the power the cap holds is the busy SMs' tensor pipes': one that idles part of each K
+    # tile (one consumer warpgroup) draws that much less
+    powered = busy * min(main["tensor"] / k_tiles / compute, 1.0) if compute else busy
+    hz = g.clock_hz(wgmma, p.accumulate, powered)
     for _ in range(CLOCK_ROUNDS):
         t = at(hz)
-        hz, before = g.clock_hz(wgmma, p.accumulate, busy, t["seconds"] - launch), hz
+        hz, before = g.clock_hz(wgmma, p.accumulate, powered, t["seconds"] - launch), hz
         if abs(hz - before) <= 1e-6 * before:
             break
     t = at(hz)
@@ -255,7 +277,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     full = blocks / concurrent
     details = {"tiles": tiles, "splits": splits, "blocks": blocks,
                "reduction_cycles": reduction, "per_block_cycles": per_block,
-               "chain_cycles": chain,
+               "chain_cycles": chain, "tensor_idle_cycles": tensor_idle,
                "global_latency_cycles": latency_global, "transfer_cycles": transfer,
                "compute_cycles": compute, "refill_cycles": refill,
                "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
@@ -264,10 +286,13 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch, "sms": sms,
                "fixed_share": (launch + fill / hz) / seconds}
     reason = _reason(limiter, trace, occ, details, g)
-    advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace)) \
-        if not (limiter == "latency" and details["fixed_share"] >= SMALL) else \
-        ("more, smaller tiles to busy every SM (tcsim.choose_tile compares a kernel's) or "
-         "split-K; several problems in one launch share its fixed cost")
+    advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace))
+    if limiter == "latency" and details["fixed_share"] >= SMALL:
+        advice = ("more, smaller tiles to busy every SM (tcsim.choose_tile compares a kernel's) "
+                  "or split-K; several problems in one launch share its fixed cost")
+    elif limiter == "tensor" and tensor_idle:
+        advice = ("a second consumer warpgroup, whose wgmma fill the pipe while the first "
+                  "waits on its own (two 64-row halves of the tile)")
     return Explanation(trace.kernel, (M, N, K), g.key, occ, units, latency, waves, full,
                        seconds, limiter, reason, advice, details, launch)
 
@@ -384,6 +409,12 @@ def _tma_rate(p, g: Gpu, hz: float) -> float:
 
 
 GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"
+ONE_WARPGROUP_GAP = "wgmma_one_warpgroup_gap_cycles"
+
+
+def _consumers(p) -> int:
+    """The warpgroups that issue wgmma in a block (kernel7's consumers)."""
+    return max(int(getattr(p, "consumers", 1)), 1)
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[float, float]:
@@ -434,6 +465,12 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
                 f"({occ.blocks_per_sm} block(s), limited by {occ.limiter}) to overlap it")
     if limiter == "tensor":
         wgmma = sum(s.executions for s in trace.sites.values() if s.space == "wgmma")
+        if wgmma and d["tensor_idle_cycles"]:
+            return (f"the tensor pipe, fed by one consumer warpgroup: "
+                    f"{wgmma / WARPGROUP_WARPS / 1e6:,.2f}M warpgroup wgmma at "
+                    f"{d['clock_hz'] / 1e9:.2f} GHz, idle {d['tensor_idle_cycles']:.0f} of "
+                    f"every {d['compute_cycles']:.0f} cycles of a K tile between the "
+                    "warpgroup's dependent wgmma")
         if wgmma:
             return (f"the tensor pipe: {wgmma / WARPGROUP_WARPS / 1e6:,.2f}M warpgroup wgmma "
                     f"at {d['clock_hz'] / 1e9:.2f} GHz, the clock under a wgmma load")
