@@ -188,16 +188,6 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     steps = max(p.block_k // p.warp_k, 1)
     fragment_wait = fragments / steps if trace.pipeline.get("fragments_ahead") else fragments
     compute = max(max(main.values()) / k_tiles, main["tensor"] / k_tiles + fragment_wait)
-    tensor_idle = 0.0  # cycles a K tile the pipe waits on its one consumer warpgroup
-    if wgmma and ONE_WARPGROUP_GAP in g.constants:
-        # A warpgroup's wgmma of a K tile add to the same accumulators: alone, it leaves the
-        # pipe idle a while after each; a second consumer warpgroup's wgmma fill those gaps.
-        groups = _consumers(p)
-        issued = sum(s.executions for s in mainloop if s.space == "wgmma") \
-            / WARPGROUP_WARPS / blocks / k_tiles / groups  # one warpgroup's wgmma a K tile
-        alone = main["tensor"] / k_tiles / groups + issued * g[ONE_WARPGROUP_GAP]
-        tensor_idle = max(alone - compute, 0.0)
-        compute = max(compute, alone)
     barriers = trace.pipeline.get("barriers", 0)
     stores = sum(s.wavefronts for s in mainloop if _shared_store(s)) / blocks / k_tiles \
         / shared_rate
@@ -218,8 +208,9 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         """The time at SM clock ``hz``: what is counted in cycles and what in bytes/s meet."""
         tma_rate = _tma_rate(p, g, hz) if tma or tma_sectors else 0.0
 
-        def wave(busy: int) -> dict:
-            """One block's chain in a wave of ``busy`` SMs, and what of it stays exposed."""
+        def wave(busy: int, last: bool) -> dict:
+            """One block's chain in a wave of ``busy`` SMs (the ``last`` wave or one before),
+            and what of it stays exposed."""
             if tma:  # the busy SMs share TMA's rate; one SM alone reaches its own limit
                 rate = min(tma_rate / busy, g["tma_sm_bytes_per_s"]) / hz \
                     if "tma_sm_bytes_per_s" in g.constants else tma_rate / sms / hz
@@ -228,22 +219,29 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
             transfer = load_bytes / rate
             if prefetch == 0:
                 chain = max(latency_global, transfer) + compute + refill
+            elif tma and HANDOFF in g.constants:
+                # A producer's ring of stages: a stage is consumed, released when its wgmma
+                # are done, handed back to the producer and copied again; every stage makes
+                # that round once in `stages` K tiles.
+                ring = (compute + g[HANDOFF] + latency_global) / p.stages
+                chain = max(ring, transfer, compute) + refill
             else:
                 chain = max(latency_global / prefetch, transfer, compute) + refill
             # TMA-fed blocks of a wave run in step and reach their epilogues together: the D
             # tiles of every busy SM go through L2 at once (module docstring).
             burst = _epilogue_burst(sites, tiles, busy / splits, hz, g) if tma else 0.0
             # split-K: the reducing block of a tile waits for the others' partials, reads them
-            reduction = _reduction_cycles(sites, tiles, splits, busy, hz, g)
+            reduction = _reduction_cycles(sites, tiles, splits, busy, hz, g, last)
             latency_block = chain * k_tiles + reduction + epilogue + burst
             # The pipe does every block's work; one block's waits beyond its own work stay
             # exposed, as the blocks leave their barriers and refill their pipelines together.
             return {"transfer": transfer, "chain": chain, "burst": burst,
-                    "reduction": reduction,
+                    "reduction": reduction, "ring": ring if tma and HANDOFF in g.constants
+                    and prefetch else 0.0,
                     "exposed": max(latency_block - per_block[busiest], 0.0)}
 
-        full = wave(busy)
-        last = wave(busy_last) if busy_last != busy else full
+        full = wave(busy, waves == 1)
+        last = wave(busy_last, True) if waves > 1 else full
         # the pipeline's fill: a block's first K tile waits for its copies' latency, transfer
         fill = latency_global + full["transfer"] if tma else 0.0
         units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
@@ -251,23 +249,31 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
             (tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0)
         units["dram"] = dram_bytes / dram_rate
         latency = ((waves - 1) * full["exposed"] + last["exposed"] + fill) / hz
-        seconds = launch + max(units[busiest] + latency, units["l2"], units["dram"])
+        # split-K's last reduction follows the last K tile's data, however that was limited
+        tail = last["reduction"] / hz
+        seconds = launch + max(units[busiest] + latency, units["l2"] + tail,
+                               units["dram"] + tail)
         return {**full, "fill": fill, "units": units, "latency": latency, "seconds": seconds}
 
     # The clock under the power cap falls while the kernel runs (`Gpu.clock_hz`): a short
     # kernel runs faster, so its time and its clock are found together.
     # the power the cap holds is the busy SMs' tensor pipes': one that idles part of each K
     # tile (one consumer warpgroup) draws that much less
-    powered = busy * min(main["tensor"] / k_tiles / compute, 1.0) if compute else busy
-    hz = g.clock_hz(wgmma, p.accumulate, powered)
+    def powered(chain: float) -> float:
+        return busy * min(main["tensor"] / k_tiles / chain, 1.0) if chain else busy
+
+    hz = g.clock_hz(wgmma, p.accumulate, powered(compute))
     for _ in range(CLOCK_ROUNDS):
         t = at(hz)
-        hz, before = g.clock_hz(wgmma, p.accumulate, powered, t["seconds"] - launch), hz
+        hz, before = g.clock_hz(wgmma, p.accumulate, powered(t["chain"]),
+                                t["seconds"] - launch), hz
         if abs(hz - before) <= 1e-6 * before:
             break
     t = at(hz)
     units, latency, seconds, chain = t["units"], t["latency"], t["seconds"], t["chain"]
     transfer, burst, fill, reduction = t["transfer"], t["burst"], t["fill"], t["reduction"]
+    tensor_idle = max(chain - main["tensor"] / k_tiles, 0.0) \
+        if wgmma and t["ring"] > max(transfer, compute) else 0.0  # waiting for the stage ring
     candidates = {**units, "latency": latency + launch}
     limiter = max(candidates, key=candidates.get)
     if candidates[limiter] < BUSY * seconds:  # Nsight Compute's rule: no unit 60% busy
@@ -278,6 +284,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     details = {"tiles": tiles, "splits": splits, "blocks": blocks,
                "reduction_cycles": reduction, "per_block_cycles": per_block,
                "chain_cycles": chain, "tensor_idle_cycles": tensor_idle,
+               "ring_cycles": t["ring"],
                "global_latency_cycles": latency_global, "transfer_cycles": transfer,
                "compute_cycles": compute, "refill_cycles": refill,
                "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
@@ -291,8 +298,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         advice = ("more, smaller tiles to busy every SM (tcsim.choose_tile compares a kernel's) "
                   "or split-K; several problems in one launch share its fixed cost")
     elif limiter == "tensor" and tensor_idle:
-        advice = ("a second consumer warpgroup, whose wgmma fill the pipe while the first "
-                  "waits on its own (two 64-row halves of the tile)")
+        advice = ("more work a K tile for each stage's round trip (a taller tile, two consumer "
+                  "warpgroups) or more stages in the ring")
     return Explanation(trace.kernel, (M, N, K), g.key, occ, units, latency, waves, full,
                        seconds, limiter, reason, advice, details, launch)
 
@@ -331,21 +338,31 @@ def _partial(site) -> bool:
     return site.name.startswith("partial_")
 
 
-def _reduction_cycles(sites, tiles: int, splits: int, busy: float, hz: float, g: Gpu) -> float:
+def _reduction_cycles(sites, tiles: int, splits: int, busy: float, hz: float, g: Gpu,
+                      last: bool = True) -> float:
     """Split-K's wait at the end of a tile's K tiles (`tcsim.kernels.split_k`): the blocks of a
-    wave finish their K ranges together; S - 1 of each tile's S store their f32 partial P and
-    fence, then the reducing block, once the counter says so, loads the S - 1 partials. One
-    SM moves P, then (S - 1) P, at its L1's rate (``l1_sectors_per_cycle``), unless the
-    wave's partials through L2 at L2's rate take longer; four L2 round trips (the stores'
-    fence, the counter's add, the reducer's poll, its first load) come on top."""
-    stored = sum(s.sectors for s in sites if s.name == "partial_store") * SECTOR / tiles
+    wave finish their K ranges together; S - 1 of each tile's S store their f32 partial,
+    fence and count it written, then the reducing block, once the counter says so, loads the
+    S - 1 partials one after another. Each of those S turns moves one partial at one SM's L1
+    rate (``l1_sectors_per_cycle``) and waits ``split_k_turn_cycles`` besides (the fence, the
+    counter's add and poll, the first access's trip to L2: measured, a turn costs about the
+    same for partials of 64 and 128 KiB), unless the wave's partials through L2 at L2's rate
+    take longer. Blocks run split-major (the reducers last), so in a wave before the ``last``
+    the blocks only store: one turn. Without a turn cost in the GPU description: four L2 round
+    trips in all."""
     moved = sum(s.sectors for s in sites if _partial(s)) * SECTOR / tiles  # stored + loaded
     if not moved:
         return 0.0
-    partial = stored / (splits - 1)  # one block's partial
-    one_sm = splits * partial / (SECTOR * g["l1_sectors_per_cycle"])
+    turns = splits if last else 1
+    partial = moved / 2 / (splits - 1)
+    one_sm = turns * partial / (SECTOR * g["l1_sectors_per_cycle"])
     wave = moved / splits * busy / g["l2_bytes_per_s"] * hz  # busy / S tiles in a wave
+    if SPLIT_TURN in g.constants:
+        return max(one_sm + turns * g[SPLIT_TURN], wave)
     return max(one_sm, wave) + 4 * g["l2_latency_cycles"]
+
+
+SPLIT_TURN = "split_k_turn_cycles"
 
 
 def _fragment_load(site) -> bool:
@@ -409,12 +426,7 @@ def _tma_rate(p, g: Gpu, hz: float) -> float:
 
 
 GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"
-ONE_WARPGROUP_GAP = "wgmma_one_warpgroup_gap_cycles"
-
-
-def _consumers(p) -> int:
-    """The warpgroups that issue wgmma in a block (kernel7's consumers)."""
-    return max(int(getattr(p, "consumers", 1)), 1)
+HANDOFF = "tma_stage_handoff_cycles"
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[float, float]:
@@ -466,11 +478,11 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
     if limiter == "tensor":
         wgmma = sum(s.executions for s in trace.sites.values() if s.space == "wgmma")
         if wgmma and d["tensor_idle_cycles"]:
-            return (f"the tensor pipe, fed by one consumer warpgroup: "
-                    f"{wgmma / WARPGROUP_WARPS / 1e6:,.2f}M warpgroup wgmma at "
-                    f"{d['clock_hz'] / 1e9:.2f} GHz, idle {d['tensor_idle_cycles']:.0f} of "
-                    f"every {d['compute_cycles']:.0f} cycles of a K tile between the "
-                    "warpgroup's dependent wgmma")
+            return (f"the tensor pipe: {wgmma / WARPGROUP_WARPS / 1e6:,.2f}M warpgroup wgmma "
+                    f"at {d['clock_hz'] / 1e9:.2f} GHz, idle {d['tensor_idle_cycles']:.0f} of "
+                    f"every {d['chain_cycles']:.0f} cycles of a K tile: the ring of "
+                    f"{d['prefetch'] + 1} stages, each consumed, released, handed to the "
+                    "producer and copied again, turns slower than the K tiles' wgmma")
         if wgmma:
             return (f"the tensor pipe: {wgmma / WARPGROUP_WARPS / 1e6:,.2f}M warpgroup wgmma "
                     f"at {d['clock_hz'] / 1e9:.2f} GHz, the clock under a wgmma load")
