@@ -22,7 +22,12 @@ and the block's chain per K tile, what one block waits for when it is alone on t
   there; TMA's for a TMA copy) and a transfer at this SM's share of the L2 bandwidth (TMA's
   own rate for TMA copies, which depends on the tile order: see below). Loads issued
   ``prefetch`` K tiles ahead (register staging, cp.async stages, a producer's TMA stages) hide
-  their latency behind that many tiles of compute; with none, the block waits for both.
+  their latency behind that many tiles of compute; with none, the block waits for both. A
+  TMA producer's ring of ``stages`` stages turns at its own pace: a stage is consumed, released
+  once its wgmma are done, handed back to the producer (``tma_stage_handoff_cycles``) and
+  copied again (TMA's latency), once in ``stages`` K tiles; a K tile takes at least that round
+  over ``stages`` (measured: 64 x 256 tiles, 512 cycles of wgmma a K tile, keep the tensor pipe
+  81% busy, while one warpgroup alone runs wgmma at the full rate).
 - its compute: the mma work, plus the fragment loads from shared memory that it waits for. The
   warps of a block leave each barrier together, so a warp_k step's fragment wavefronts and its
   mma do not overlap: both count, unless the schedule loads the next step's fragments ahead
@@ -31,8 +36,10 @@ and the block's chain per K tile, what one block waits for when it is alone on t
   shared-memory stores of the next tile (synchronous stores happen between the barriers, while
   no warp of the block computes).
 - split-K (``splits`` > 1): a block is a (tile, split) pair over its split's K tiles; after
-  them the reducing block waits for another SM's partial and loads the S - 1 partials
-  (`_reduction_cycles`), and only it runs the epilogue.
+  them a tile waits S turns, one partial stored then S - 1 loaded one after another, each at
+  one SM's L1 rate plus a fixed cost (`_reduction_cycles`), and only the reducing block runs
+  the epilogue. The blocks run split-major, so a wave before the last only stores, and the last
+  wave's reduction follows the last data however that was limited (L2, DRAM).
 - after the last K tile, the epilogue (the C and D sites): a global latency when it reads C,
   its L1 sectors and its shared wavefronts. A TMA store is asynchronous and not waited for.
   A TMA-fed kernel's blocks run in step, so they reach their epilogues together: each waits
@@ -44,7 +51,8 @@ beyond its own work stay exposed (the blocks of an SM leave their barriers and r
 pipelines at the same moments; the form of Hong and Kim's analytical model, ISCA 2009). With
 one block per SM that is the chain. The kernel takes ``ceil(tiles / (B x SMs))`` waves
 (persistent blocks: tiles over the blocks launched); the last may be partly empty (the
-tail). A TMA pipeline is filled once: the first K tile's latency and transfer. Chip-wide, the
+tail), and its blocks' chain is figured on its own SMs (fewer share L2; fewer D tiles meet in
+it). A TMA pipeline is filled once: the first K tile's latency and transfer. Chip-wide, the
 L2 bytes over the L2 bandwidth (TMA copies at TMA's rate) and the DRAM bytes over the DRAM
 bandwidth (a TMA kernel's at the rate DRAM streams a GEMM's boxes) bound the time too, and a
 launch adds its fixed cost. TMA's rate is the one measured for a GEMM's
@@ -63,13 +71,15 @@ measured under an mma.sync load; for a wgmma kernel, the clock the power cap all
 GEMM (`Gpu.clock_hz`): lower with f32 accumulators than with f16 (more power), higher when
 fewer SMs are busy, and higher for a short kernel, as the cap pulls the clock down from the
 uncapped one over tens of microseconds (the kernel's time and its mean clock are found
-together). The largest term is the limiter; a unit busy less than 60% of the
+together); the power is the tensor pipes', so SMs whose pipe waits part of each K tile count
+for that share of a busy SM. The largest term is the limiter; a unit busy less than 60% of the
 predicted time is not, and latency is (Nsight Compute's rule); latency whose launch and fill
 make a quarter of the time is a small problem's. When L1's data pipe limits and
 most of its wavefronts are shared memory's, the limiter is named "shared". Every constant comes
-from the GPU description, with its source; three of them (the launch's cost, 64-row tiles' TMA
-rate, DRAM's rate for TMA boxes) are fitted on named shapes of issue 35's sweep
-(`benchmarks/bench_sweep.py --fit`), the others measured; none is fitted to one kernel.
+from the GPU description, with its source; five of them (the launch's cost, 64-row tiles' TMA
+rate, DRAM's rate for TMA boxes, the stage handoff, split-K's turn) are fitted on named cases
+of issue 35's runs (`benchmarks/bench_sweep.py --fit`; the others of its logs held out), the
+others measured; none is fitted to one kernel.
 """
 
 from __future__ import annotations
