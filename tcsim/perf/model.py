@@ -227,6 +227,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
             else:
                 rate = g["l2_bytes_per_s"] / sms / hz
             transfer = load_bytes / rate
+            ring = 0.0
             if prefetch == 0:
                 chain = max(latency_global, transfer) + compute + refill
             elif tma and HANDOFF in g.constants:
@@ -246,8 +247,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
             # The pipe does every block's work; one block's waits beyond its own work stay
             # exposed, as the blocks leave their barriers and refill their pipelines together.
             return {"transfer": transfer, "chain": chain, "burst": burst,
-                    "reduction": reduction, "ring": ring if tma and HANDOFF in g.constants
-                    and prefetch else 0.0,
+                    "reduction": reduction, "ring": ring,
                     "exposed": max(latency_block - per_block[busiest], 0.0)}
 
         full = wave(busy, waves == 1)
@@ -267,8 +267,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
 
     # The clock under the power cap falls while the kernel runs (`Gpu.clock_hz`): a short
     # kernel runs faster, so its time and its clock are found together.
-    # the power the cap holds is the busy SMs' tensor pipes': one that idles part of each K
-    # tile (one consumer warpgroup) draws that much less
+    # The power the cap holds is the busy SMs' tensor pipes': one that waits part of each K
+    # tile (for its stage ring) draws that much less.
     def powered(chain: float) -> float:
         return busy * min(main["tensor"] / k_tiles / chain, 1.0) if chain else busy
 

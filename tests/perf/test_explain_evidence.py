@@ -18,6 +18,12 @@ EVIDENCE = ROOT / "docs" / "evidence"
 SKINNY = {"384x4096x8192", "256x4096x16384"}  # few 64 x 256 tiles, long K
 
 
+def _wide(r) -> bool:
+    """A case of kernel10's 128 x 256 or 64 x 256 tiles (wgmma m64n256k16, whose rate gpus.json
+    has measured); the narrower tiles' cases are scored once their rates are measured."""
+    return r["variant"].split()[0] in ("128x256", "64x256")
+
+
 def _bench_sweep():
     spec = importlib.util.spec_from_file_location("bench_sweep",
                                                   ROOT / "benchmarks" / "bench_sweep.py")
@@ -45,14 +51,14 @@ def test_the_score_reads_every_log_and_names_what_it_cannot_price(scored):
     assert "held out:" in text and "not priced" in text
 
 
-def test_every_priced_case_is_within_10_percent_fitted_or_held_out(scored):
+def test_every_case_of_the_wide_tiles_is_within_10_percent_fitted_or_held_out(scored):
     """Issue 35's bar on every logged case of kernel10's 128 x 256 and 64 x 256 tiles, split-K
     included, in seven runs: 79 cases fitted on (FIT: the sweep's five shapes, the two K
     sweeps), 92 held out (the sweep's six other shapes, its six held-out shapes, split-K's run,
     the tiles' run, the first reduction's unsplit cases). The model before the stage ring and
     split-K's turns missed 12 of the held-out unsplit cases (by up to 20%) and 4 of split-K's 6
     (by up to 28%)."""
-    priced = [r for r in scored if "error" in r]
+    priced = [r for r in scored if "error" in r and _wide(r)]
     fitted = [r for r in priced if r["fitted"]]
     assert len(fitted) == 79 and len(priced) - len(fitted) == 92
     assert sum("split" in r["variant"] for r in priced if not r["fitted"]) == 6
@@ -149,8 +155,8 @@ def test_f16_and_f32_accumulation_are_separate_figures_on_the_held_out_runs(scor
     in the sweep and 1.049 in the tiles' run; 64 x 256 at 1536^3, 0.951.)"""
     pairs = defaultdict(dict)
     for r in scored:
-        if "error" in r and r["log"] in ("bench_sweep_kernel10_heldout.json",
-                                         "bench_sweep_kernel10_tiles.json"):
+        if "error" in r and _wide(r) and r["log"] in ("bench_sweep_kernel10_heldout.json",
+                                                      "bench_sweep_kernel10_tiles.json"):
             pairs[r["log"], r["shape"], r["variant"]][r["acc"]] = r
     pairs = {k: p for k, p in pairs.items() if len(p) == 2  # split-K: f32 alone
              and p["f16"]["measured_us"] >= 40}
