@@ -5,7 +5,8 @@
 
 One launch of each variant (labels of `tcsim.perf.TILE_VARIANTS["kernel10"]`) per shape and
 accumulator, under ``ncu --clock-control none``: the kernel's time, the busiest SM's elapsed
-cycles and the tensor pipe's busy cycles on the busiest SM, which say whether a variant is held
+cycles and the tensor pipe's busy cycles on the busiest SM (Nsight Compute counts them on each of
+an SM's 4 sub-partitions: printed over 4), which say whether a variant is held
 by its SM's cycles (the tensor pipe idle between K tiles) or by the clock. Needs CuPy, an
 sm_90a GPU and ncu.
 """
@@ -61,7 +62,9 @@ def main() -> None:
         rows.append({**case, **{METRICS[m]: values[m] for m in METRICS}})
         M, N, K = case["shape"]
         cycles = values["sm__cycles_elapsed.max"]
-        busy = values["sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.max"]
+        # counted on each of the SM's 4 sub-partitions (kernel10 at 256x4096x16384 with 128 x
+        # 256 tiles: 1,048,576 = 4 x 256 K tiles x 8 wgmma x 128 cycles)
+        busy = values["sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.max"] / 4
         print(f"{M}x{N}x{K} {case['variant']:<16} {case['accumulate']}: "
               f"{values['gpu__time_duration.sum'] / 1e3:8.2f} us, {cycles:10,.0f} SM cycles at "
               f"{values['smsp__cycles_elapsed.avg.per_second'] / 1e9:.3f} GHz, tensor busy "
