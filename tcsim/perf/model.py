@@ -22,7 +22,12 @@ and the block's chain per K tile, what one block waits for when it is alone on t
   there; TMA's for a TMA copy) and a transfer at this SM's share of the L2 bandwidth (TMA's
   own rate for TMA copies, which depends on the tile order: see below). Loads issued
   ``prefetch`` K tiles ahead (register staging, cp.async stages, a producer's TMA stages) hide
-  their latency behind that many tiles of compute; with none, the block waits for both.
+  their latency behind that many tiles of compute; with none, the block waits for both. A
+  TMA producer's ring of ``stages`` stages turns at its own pace: a stage is consumed, released
+  once its wgmma are done, handed back to the producer (``tma_stage_handoff_cycles``) and
+  copied again (TMA's latency), once in ``stages`` K tiles; a K tile takes at least that round
+  over ``stages`` (measured: 64 x 256 tiles, 512 cycles of wgmma a K tile, keep the tensor pipe
+  81% busy, while one warpgroup alone runs wgmma at the full rate).
 - its compute: the mma work, plus the fragment loads from shared memory that it waits for. The
   warps of a block leave each barrier together, so a warp_k step's fragment wavefronts and its
   mma do not overlap: both count, unless the schedule loads the next step's fragments ahead
@@ -31,8 +36,10 @@ and the block's chain per K tile, what one block waits for when it is alone on t
   shared-memory stores of the next tile (synchronous stores happen between the barriers, while
   no warp of the block computes).
 - split-K (``splits`` > 1): a block is a (tile, split) pair over its split's K tiles; after
-  them the reducing block waits for another SM's partial and loads the S - 1 partials
-  (`_reduction_cycles`), and only it runs the epilogue.
+  them a tile waits S turns, one partial stored then S - 1 loaded one after another, each at
+  one SM's L1 rate plus a fixed cost (`_reduction_cycles`), and only the reducing block runs
+  the epilogue. The blocks run split-major, so a wave before the last only stores, and the last
+  wave's reduction follows the last data however that was limited (L2, DRAM).
 - after the last K tile, the epilogue (the C and D sites): a global latency when it reads C,
   its L1 sectors and its shared wavefronts. A TMA store is asynchronous and not waited for.
   A TMA-fed kernel's blocks run in step, so they reach their epilogues together: each waits
@@ -44,7 +51,8 @@ beyond its own work stay exposed (the blocks of an SM leave their barriers and r
 pipelines at the same moments; the form of Hong and Kim's analytical model, ISCA 2009). With
 one block per SM that is the chain. The kernel takes ``ceil(tiles / (B x SMs))`` waves
 (persistent blocks: tiles over the blocks launched); the last may be partly empty (the
-tail). A TMA pipeline is filled once: the first K tile's latency and transfer. Chip-wide, the
+tail), and its blocks' chain is figured on its own SMs (fewer share L2; fewer D tiles meet in
+it). A TMA pipeline is filled once: the first K tile's latency and transfer. Chip-wide, the
 L2 bytes over the L2 bandwidth (TMA copies at TMA's rate) and the DRAM bytes over the DRAM
 bandwidth (a TMA kernel's at the rate DRAM streams a GEMM's boxes) bound the time too, and a
 launch adds its fixed cost. TMA's rate is the one measured for a GEMM's
@@ -63,13 +71,15 @@ measured under an mma.sync load; for a wgmma kernel, the clock the power cap all
 GEMM (`Gpu.clock_hz`): lower with f32 accumulators than with f16 (more power), higher when
 fewer SMs are busy, and higher for a short kernel, as the cap pulls the clock down from the
 uncapped one over tens of microseconds (the kernel's time and its mean clock are found
-together). The largest term is the limiter; a unit busy less than 60% of the
+together); the power is the tensor pipes', so SMs whose pipe waits part of each K tile count
+for that share of a busy SM. The largest term is the limiter; a unit busy less than 60% of the
 predicted time is not, and latency is (Nsight Compute's rule); latency whose launch and fill
 make a quarter of the time is a small problem's. When L1's data pipe limits and
 most of its wavefronts are shared memory's, the limiter is named "shared". Every constant comes
-from the GPU description, with its source; three of them (the launch's cost, 64-row tiles' TMA
-rate, DRAM's rate for TMA boxes) are fitted on named shapes of issue 35's sweep
-(`benchmarks/bench_sweep.py --fit`), the others measured; none is fitted to one kernel.
+from the GPU description, with its source; five of them (the launch's cost, 64-row tiles' TMA
+rate, DRAM's rate for TMA boxes, the stage handoff, split-K's turn) are fitted on named cases
+of issue 35's runs (`benchmarks/bench_sweep.py --fit`; the others of its logs held out), the
+others measured; none is fitted to one kernel.
 """
 
 from __future__ import annotations
@@ -201,51 +211,79 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                   g.constants else "dram_bytes_per_s"]
     launch = g["launch_seconds"] if "launch_seconds" in g.constants else 0.0
 
+    # the last wave may be partly empty: its blocks spread over that many SMs (one a SM first)
+    busy_last = min(sms, blocks - (waves - 1) * concurrent)
+
     def at(hz: float) -> dict:
         """The time at SM clock ``hz``: what is counted in cycles and what in bytes/s meet."""
         tma_rate = _tma_rate(p, g, hz) if tma or tma_sectors else 0.0
-        if tma:  # the busy SMs share TMA's rate; one SM alone reaches its own limit
-            rate = min(tma_rate / busy, g["tma_sm_bytes_per_s"]) / hz \
-                if "tma_sm_bytes_per_s" in g.constants else tma_rate / sms / hz
-        else:
-            rate = g["l2_bytes_per_s"] / sms / hz
-        transfer = load_bytes / rate
-        if prefetch == 0:
-            chain = max(latency_global, transfer) + compute + refill
-        else:
-            chain = max(latency_global / prefetch, transfer, compute) + refill
-        # TMA-fed blocks of a wave run in step and reach their epilogues together: the D
-        # tiles of every busy SM go through L2 at once (module docstring).
-        burst = _epilogue_burst(sites, tiles, busy / splits, hz, g) if tma else 0.0
-        # split-K: the reducing block of a tile waits for the others' partials and reads them
-        reduction = _reduction_cycles(sites, tiles, splits, busy, hz, g)
-        latency_block = chain * k_tiles + reduction + epilogue + burst
+
+        def wave(busy: int, last: bool) -> dict:
+            """One block's chain in a wave of ``busy`` SMs (the ``last`` wave or one before),
+            and what of it stays exposed."""
+            if tma:  # the busy SMs share TMA's rate; one SM alone reaches its own limit
+                rate = min(tma_rate / busy, g["tma_sm_bytes_per_s"]) / hz \
+                    if "tma_sm_bytes_per_s" in g.constants else tma_rate / sms / hz
+            else:
+                rate = g["l2_bytes_per_s"] / sms / hz
+            transfer = load_bytes / rate
+            ring = 0.0
+            if prefetch == 0:
+                chain = max(latency_global, transfer) + compute + refill
+            elif tma and HANDOFF in g.constants:
+                # A producer's ring of stages: a stage is consumed, released when its wgmma
+                # are done, handed back to the producer and copied again; every stage makes
+                # that round once in `stages` K tiles.
+                ring = (compute + g[HANDOFF] + latency_global) / p.stages
+                chain = max(ring, transfer, compute) + refill
+            else:
+                chain = max(latency_global / prefetch, transfer, compute) + refill
+            # TMA-fed blocks of a wave run in step and reach their epilogues together: the D
+            # tiles of every busy SM go through L2 at once (module docstring).
+            burst = _epilogue_burst(sites, tiles, busy / splits, hz, g) if tma else 0.0
+            # split-K: the reducing block of a tile waits for the others' partials, reads them
+            reduction = _reduction_cycles(sites, tiles, splits, busy, hz, g, last)
+            latency_block = chain * k_tiles + reduction + epilogue + burst
+            # The pipe does every block's work; one block's waits beyond its own work stay
+            # exposed, as the blocks leave their barriers and refill their pipelines together.
+            return {"transfer": transfer, "chain": chain, "burst": burst,
+                    "reduction": reduction, "ring": ring,
+                    "exposed": max(latency_block - per_block[busiest], 0.0)}
+
+        full = wave(busy, waves == 1)
+        last = wave(busy_last, True) if waves > 1 else full
         # the pipeline's fill: a block's first K tile waits for its copies' latency, transfer
-        fill = latency_global + transfer if tma else 0.0
-        # The pipe does every block's work; one block's waits beyond its own work stay
-        # exposed, as the blocks leave their barriers and refill their pipelines together.
-        exposed = max(latency_block - per_block[busiest], 0.0)
+        fill = latency_global + full["transfer"] if tma else 0.0
         units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
         units["l2"] = l1_misses * SECTOR / g["l2_bytes_per_s"] + \
             (tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0)
         units["dram"] = dram_bytes / dram_rate
-        latency = (waves * exposed + fill) / hz
-        seconds = launch + max(units[busiest] + latency, units["l2"], units["dram"])
-        return {"transfer": transfer, "chain": chain, "burst": burst, "fill": fill,
-                "reduction": reduction,
-                "units": units, "latency": latency, "seconds": seconds}
+        latency = ((waves - 1) * full["exposed"] + last["exposed"] + fill) / hz
+        # split-K's last reduction follows the last K tile's data, however that was limited
+        tail = last["reduction"] / hz
+        seconds = launch + max(units[busiest] + latency, units["l2"] + tail,
+                               units["dram"] + tail)
+        return {**full, "fill": fill, "units": units, "latency": latency, "seconds": seconds}
 
     # The clock under the power cap falls while the kernel runs (`Gpu.clock_hz`): a short
     # kernel runs faster, so its time and its clock are found together.
-    hz = g.clock_hz(wgmma, p.accumulate, busy)
+    # The power the cap holds is the busy SMs' tensor pipes': one that waits part of each K
+    # tile (for its stage ring) draws that much less.
+    def powered(chain: float) -> float:
+        return busy * min(main["tensor"] / k_tiles / chain, 1.0) if chain else busy
+
+    hz = g.clock_hz(wgmma, p.accumulate, powered(compute))
     for _ in range(CLOCK_ROUNDS):
         t = at(hz)
-        hz, before = g.clock_hz(wgmma, p.accumulate, busy, t["seconds"] - launch), hz
+        hz, before = g.clock_hz(wgmma, p.accumulate, powered(t["chain"]),
+                                t["seconds"] - launch), hz
         if abs(hz - before) <= 1e-6 * before:
             break
     t = at(hz)
     units, latency, seconds, chain = t["units"], t["latency"], t["seconds"], t["chain"]
     transfer, burst, fill, reduction = t["transfer"], t["burst"], t["fill"], t["reduction"]
+    tensor_idle = max(chain - main["tensor"] / k_tiles, 0.0) \
+        if wgmma and t["ring"] > max(transfer, compute) else 0.0  # waiting for the stage ring
     candidates = {**units, "latency": latency + launch}
     limiter = max(candidates, key=candidates.get)
     if candidates[limiter] < BUSY * seconds:  # Nsight Compute's rule: no unit 60% busy
@@ -255,7 +293,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     full = blocks / concurrent
     details = {"tiles": tiles, "splits": splits, "blocks": blocks,
                "reduction_cycles": reduction, "per_block_cycles": per_block,
-               "chain_cycles": chain,
+               "chain_cycles": chain, "tensor_idle_cycles": tensor_idle,
+               "ring_cycles": t["ring"],
                "global_latency_cycles": latency_global, "transfer_cycles": transfer,
                "compute_cycles": compute, "refill_cycles": refill,
                "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
@@ -264,10 +303,13 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch, "sms": sms,
                "fixed_share": (launch + fill / hz) / seconds}
     reason = _reason(limiter, trace, occ, details, g)
-    advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace)) \
-        if not (limiter == "latency" and details["fixed_share"] >= SMALL) else \
-        ("more, smaller tiles to busy every SM (tcsim.choose_tile compares a kernel's) or "
-         "split-K; several problems in one launch share its fixed cost")
+    advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace))
+    if limiter == "latency" and details["fixed_share"] >= SMALL:
+        advice = ("more, smaller tiles to busy every SM (tcsim.choose_tile compares a kernel's) "
+                  "or split-K; several problems in one launch share its fixed cost")
+    elif limiter == "tensor" and tensor_idle:
+        advice = ("more work a K tile for each stage's round trip (a taller tile, two consumer "
+                  "warpgroups) or more stages in the ring")
     return Explanation(trace.kernel, (M, N, K), g.key, occ, units, latency, waves, full,
                        seconds, limiter, reason, advice, details, launch)
 
@@ -306,21 +348,31 @@ def _partial(site) -> bool:
     return site.name.startswith("partial_")
 
 
-def _reduction_cycles(sites, tiles: int, splits: int, busy: float, hz: float, g: Gpu) -> float:
+def _reduction_cycles(sites, tiles: int, splits: int, busy: float, hz: float, g: Gpu,
+                      last: bool = True) -> float:
     """Split-K's wait at the end of a tile's K tiles (`tcsim.kernels.split_k`): the blocks of a
-    wave finish their K ranges together; S - 1 of each tile's S store their f32 partial P and
-    fence, then the reducing block, once the counter says so, loads the S - 1 partials. One
-    SM moves P, then (S - 1) P, at its L1's rate (``l1_sectors_per_cycle``), unless the
-    wave's partials through L2 at L2's rate take longer; four L2 round trips (the stores'
-    fence, the counter's add, the reducer's poll, its first load) come on top."""
-    stored = sum(s.sectors for s in sites if s.name == "partial_store") * SECTOR / tiles
+    wave finish their K ranges together; S - 1 of each tile's S store their f32 partial,
+    fence and count it written, then the reducing block, once the counter says so, loads the
+    S - 1 partials one after another. Each of those S turns moves one partial at one SM's L1
+    rate (``l1_sectors_per_cycle``) and waits ``split_k_turn_cycles`` besides (the fence, the
+    counter's add and poll, the first access's trip to L2: measured, a turn costs about the
+    same for partials of 64 and 128 KiB), unless the wave's partials through L2 at L2's rate
+    take longer. Blocks run split-major (the reducers last), so in a wave before the ``last``
+    the blocks only store: one turn. Without a turn cost in the GPU description: four L2 round
+    trips in all."""
     moved = sum(s.sectors for s in sites if _partial(s)) * SECTOR / tiles  # stored + loaded
     if not moved:
         return 0.0
-    partial = stored / (splits - 1)  # one block's partial
-    one_sm = splits * partial / (SECTOR * g["l1_sectors_per_cycle"])
+    turns = splits if last else 1
+    partial = moved / 2 / (splits - 1)
+    one_sm = turns * partial / (SECTOR * g["l1_sectors_per_cycle"])
     wave = moved / splits * busy / g["l2_bytes_per_s"] * hz  # busy / S tiles in a wave
+    if SPLIT_TURN in g.constants:
+        return max(one_sm + turns * g[SPLIT_TURN], wave)
     return max(one_sm, wave) + 4 * g["l2_latency_cycles"]
+
+
+SPLIT_TURN = "split_k_turn_cycles"
 
 
 def _fragment_load(site) -> bool:
@@ -384,6 +436,7 @@ def _tma_rate(p, g: Gpu, hz: float) -> float:
 
 
 GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"
+HANDOFF = "tma_stage_handoff_cycles"
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[float, float]:
@@ -434,6 +487,12 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
                 f"({occ.blocks_per_sm} block(s), limited by {occ.limiter}) to overlap it")
     if limiter == "tensor":
         wgmma = sum(s.executions for s in trace.sites.values() if s.space == "wgmma")
+        if wgmma and d["tensor_idle_cycles"]:
+            return (f"the tensor pipe: {wgmma / WARPGROUP_WARPS / 1e6:,.2f}M warpgroup wgmma "
+                    f"at {d['clock_hz'] / 1e9:.2f} GHz, idle {d['tensor_idle_cycles']:.0f} of "
+                    f"every {d['chain_cycles']:.0f} cycles of a K tile: the ring of "
+                    f"{d['prefetch'] + 1} stages, each consumed, released, handed to the "
+                    "producer and copied again, turns slower than the K tiles' wgmma")
         if wgmma:
             return (f"the tensor pipe: {wgmma / WARPGROUP_WARPS / 1e6:,.2f}M warpgroup wgmma "
                     f"at {d['clock_hz'] / 1e9:.2f} GHz, the clock under a wgmma load")

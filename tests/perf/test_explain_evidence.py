@@ -1,0 +1,186 @@
+"""explain against every logged kernel10 time on the H100 (benchmarks/bench_sweep.py --score
+reads the logs of its EVIDENCE): the cases the fitted constants were fitted on (its FIT), and
+the held-out ones, f16 and f32 accumulation apart, split-K included. The logs are read here;
+nothing in them comes from tcsim."""
+
+import importlib.util
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import tcsim
+from tcsim.perf import gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+EVIDENCE = ROOT / "docs" / "evidence"
+SKINNY = {"384x4096x8192", "256x4096x16384"}  # few 64 x 256 tiles, long K
+
+
+def _wide(r) -> bool:
+    """A case of kernel10's 128 x 256 or 64 x 256 tiles (wgmma m64n256k16, whose rate gpus.json
+    has measured); the narrower tiles' cases are scored once their rates are measured."""
+    return r["variant"].split()[0] in ("128x256", "64x256")
+
+
+def _bench_sweep():
+    spec = importlib.util.spec_from_file_location("bench_sweep",
+                                                  ROOT / "benchmarks" / "bench_sweep.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+@pytest.fixture(scope="module")
+def scored() -> list[dict]:
+    return _bench_sweep().score()
+
+
+def test_the_score_reads_every_log_and_names_what_it_cannot_price(scored):
+    logs = {r["log"] for r in scored}
+    assert {"bench_sweep_kernel10.json", "bench_sweep_kernel10_heldout.json",
+            "bench_sweep_splitk.json", "bench_sweep_kernel10_tiles.json",
+            "bench_sweep_kernel10_skinny_ksweep.json", "bench_sweep_splitk_ksweep.json"} <= logs
+    skipped = [r for r in scored if "skipped" in r]
+    # the tiles log's narrower tiles wait for their wgmma's measured rate; split-K's first
+    # reduction is not the kernel's any more
+    assert all("no tensor rate for 'wgmma.m64n" in r["skipped"] or "6b28e02" in r["skipped"]
+               for r in skipped)
+    text = _bench_sweep().render_score(scored)
+    assert "held out:" in text and "not priced" in text
+
+
+def test_every_case_of_the_wide_tiles_is_within_10_percent_fitted_or_held_out(scored):
+    """Issue 35's bar on every logged case of kernel10's 128 x 256 and 64 x 256 tiles, split-K
+    included, in seven runs: 79 cases fitted on (FIT: the sweep's five shapes, the two K
+    sweeps), 92 held out (the sweep's six other shapes, its six held-out shapes, split-K's run,
+    the tiles' run, the first reduction's unsplit cases). The model before the stage ring and
+    split-K's turns missed 12 of the held-out unsplit cases (by up to 20%) and 4 of split-K's 6
+    (by up to 28%)."""
+    priced = [r for r in scored if "error" in r and _wide(r)]
+    fitted = [r for r in priced if r["fitted"]]
+    assert len(fitted) == 79 and len(priced) - len(fitted) == 92
+    assert sum("split" in r["variant"] for r in priced if not r["fitted"]) == 6
+    missed = {(r["log"], r["shape"], r["variant"], r["acc"]): f"{r['error']:+.1%}"
+              for r in priced if abs(r["error"]) > 0.10}
+    assert not missed
+
+
+def test_skinny_shapes_on_64_row_tiles_wait_for_the_stage_ring(scored):
+    """384x4096x8192 and 256x4096x16384 with 64 x 256 tiles: 96 or 64 tiles on as many SMs, 128
+    or 256 K tiles each, 512 cycles of wgmma a K tile for each stage's round trip. The model
+    that took the wgmma for the K tile was 13-20% fast on all eight logged cases (four runs);
+    within 10% now, and the explanation says why."""
+    rows = [r for r in scored if "error" in r and r["shape"] in SKINNY
+            and r["variant"] == "64x256"]
+    assert len(rows) == 8 and {r["acc"] for r in rows} == {"f16", "f32"}
+    assert all(abs(r["error"]) <= 0.10 for r in rows), [(r["shape"], r["error"]) for r in rows]
+    e = tcsim.trace("kernel10", 256, 4096, 16384, block_m=64).explain("H100-SXM")
+    assert e.limiter == "tensor" and "the ring of 4 stages" in e.reason
+    assert "more stages" in e.advice
+
+
+def test_one_warpgroup_alone_runs_wgmma_at_the_full_rate():
+    """Why the ring and not the tensor pipe: wgmma_peak.cu's loop (kernel7's consumer pattern,
+    no copies, no barriers) with one warpgroup per SM took 512.1 cycles per group of 4
+    m64n256k16 over 2 ms, as two warpgroups do: the pipe's measured rate, on 132 and 64 SMs,
+    f16 and f32 (benchmarks/wgmma_warpgroups.py on the H100)."""
+    log = json.loads((EVIDENCE / "wgmma_warpgroups_h100_2026-11-25.json").read_text())
+    g = gpu("H100-SXM")
+    long = [r for r in log["rows"] if r["seconds"] > 1e-3]
+    assert {(r["warpgroups"], r["blocks"]) for r in long} == {(1, 132), (2, 132), (1, 64),
+                                                              (2, 64)}
+    for r in long:
+        rate = g.tensor_rate(f"wgmma.mma_async.sync.aligned.m64n256k16.{r['accumulate']}"
+                             ".f16.f16")
+        assert r["wgmma_per_sm_per_cycle"] == pytest.approx(rate, rel=0.002)
+
+
+def test_a_stage_makes_its_round_once_in_stages_k_tiles():
+    """The ring: a K tile takes at least (its wgmma + the handoff + the copies' latency) /
+    stages. 64 x 256 tiles (512 cycles of wgmma) wait for it; 128 x 256 tiles (1,024) do not."""
+    g = gpu("H100-SXM")
+    rate = g.tensor_rate("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16")
+    for block_m, wgmma in ((64, 4), (128, 8)):
+        e = tcsim.trace("kernel10", 256, 4096, 16384, accumulate="f32", block_m=block_m) \
+            .explain("H100-SXM")
+        d = e.details
+        ring = (wgmma / rate + g["tma_stage_handoff_cycles"] + d["global_latency_cycles"]) / 4
+        assert d["ring_cycles"] == pytest.approx(ring)
+        assert d["chain_cycles"] == pytest.approx(max(ring, wgmma / rate, d["transfer_cycles"]))
+    assert d["chain_cycles"] == pytest.approx(8 / rate) and d["tensor_idle_cycles"] == 0
+
+
+def test_an_idle_pipe_draws_less_power_so_the_clock_is_higher():
+    """The power cap holds the busy SMs' tensor power: 64 x 256 tiles, whose pipe waits a share
+    of each K tile, run at the clock of that share fewer busy SMs."""
+    g = gpu("H100-SXM")
+    for acc in ("f16", "f32"):
+        one = tcsim.trace("kernel10", 8192, 8192, 8192, block_m=64, accumulate=acc) \
+            .explain("H100-SXM")
+        two = tcsim.trace("kernel10", 8192, 8192, 8192, accumulate=acc).explain("H100-SXM")
+        d = one.details
+        duty = d["compute_cycles"] / d["chain_cycles"]
+        assert 0.7 < duty < 0.9
+        assert d["clock_hz"] == pytest.approx(
+            g.clock_hz(True, acc, 132 * duty, one.seconds - one.launch), rel=1e-5)
+        assert d["clock_hz"] > 1.03 * two.details["clock_hz"]
+
+
+def test_split_k_pays_a_turn_per_partial_after_its_k_tiles():
+    """1024x1024xK (bench_sweep_splitk_ksweep.json): at K = 256 each split beyond the first
+    cost 128 x 256 tiles 2.4-2.9 us more (S = 2, 3, 4), though their K tiles shrink; the model
+    charges a tile S turns (one store, S - 1 loads one after another) and so grows with S as
+    the measurement does (2.4-4.5 us a split)."""
+    log = json.loads((EVIDENCE / "bench_sweep_splitk_ksweep.json").read_text())
+    t = {r["variant"]: r["seconds"] for r in log["rows"] if r["shape"] == [1024, 1024, 256]}
+    steps = [t[f"128x256 split {s + 1}"] - t[f"128x256 split {s}"] for s in (2, 3)]
+    assert all(2.0e-6 < step < 3.2e-6 for step in steps)
+    p = {s: tcsim.trace("kernel10", 1024, 1024, 256, accumulate="f32", splits=s)
+         .explain("H100-SXM") for s in (2, 3, 4)}
+    g = gpu("H100-SXM")
+    for s in (2, 3, 4):
+        d = p[s].details
+        partial = 128 * 256 * 4 / (32 * g["l1_sectors_per_cycle"])
+        assert d["reduction_cycles"] == pytest.approx(s * (partial + g["split_k_turn_cycles"]))
+    for s in (2, 3):
+        assert 2.0e-6 < p[s + 1].seconds - p[s].seconds < 4.5e-6
+
+
+def test_f16_and_f32_accumulation_are_separate_figures_on_the_held_out_runs(scored):
+    """The held-out runs (six new shapes; the tiles' run): on every pair of 40 us or more, the
+    predicted f32 / f16 time ratio follows the measured one within 4 points. (Below 40 us the
+    measured ratio wanders more than the clock moves it: 128 x 256 at 1024^3 measured 0.986
+    in the sweep and 1.049 in the tiles' run; 64 x 256 at 1536^3, 0.951.)"""
+    pairs = defaultdict(dict)
+    for r in scored:
+        if "error" in r and _wide(r) and r["log"] in ("bench_sweep_kernel10_heldout.json",
+                                                      "bench_sweep_kernel10_tiles.json"):
+            pairs[r["log"], r["shape"], r["variant"]][r["acc"]] = r
+    pairs = {k: p for k, p in pairs.items() if len(p) == 2  # split-K: f32 alone
+             and p["f16"]["measured_us"] >= 40}
+    assert len(pairs) == 15
+    for key, p in pairs.items():
+        f16, f32 = p["f16"], p["f32"]
+        measured = f32["measured_us"] / f16["measured_us"]
+        predicted = f32["predicted_us"] / f16["predicted_us"]
+        assert abs(predicted - measured) <= 0.04, (key, measured, predicted)
+
+
+def test_the_choice_with_split_k_is_the_measured_best_on_every_logged_shape():
+    """f32, every shape of split-K's three runs (1024x1024xK, 256x4096xK and 384x4096x4096,
+    1024^3 and 256x4096x16384): choose_tile among the variants the run timed takes the
+    measured best, or one within 3% of it (11 shapes; the model that charged the partials at
+    L1's rate chose a split at 1024^3, 23% slower)."""
+    shapes = defaultdict(dict)
+    for name in ("bench_sweep_splitk_ksweep.json", "bench_sweep_kernel10_skinny_ksweep.json",
+                 "bench_sweep_splitk.json"):
+        for r in json.loads((EVIDENCE / name).read_text())["rows"]:
+            if "params" in r and r["accumulate"] == "f32":
+                shapes[name, tuple(r["shape"])][r["variant"]] = r["seconds"]
+    assert len(shapes) == 11
+    for (name, shape), t in shapes.items():
+        choice = tcsim.choose_tile("kernel10", *shape, accumulate="f32", candidates={
+            label: tcsim.perf.TILE_VARIANTS["kernel10"][label] for label in t})
+        assert t[choice.label] <= 1.03 * min(t.values()), (name, shape, choice.label)
