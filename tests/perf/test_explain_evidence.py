@@ -19,8 +19,9 @@ SKINNY = {"384x4096x8192", "256x4096x16384"}  # few 64 x 256 tiles, long K
 
 
 def _wide(r) -> bool:
-    """A case of kernel10's 128 x 256 or 64 x 256 tiles (wgmma m64n256k16, whose rate gpus.json
-    has measured); the narrower tiles' cases are scored once their rates are measured."""
+    """A case of kernel10's 128 x 256 or 64 x 256 tiles (wgmma m64n256k16), the tiles the model
+    was revised on; the narrower tiles' cases (priced since their wgmma rates were measured)
+    are held to their own, looser bar below."""
     return r["variant"].split()[0] in ("128x256", "64x256")
 
 
@@ -65,6 +66,23 @@ def test_every_case_of_the_wide_tiles_is_within_10_percent_fitted_or_held_out(sc
     missed = {(r["log"], r["shape"], r["variant"], r["acc"]): f"{r['error']:+.1%}"
               for r in priced if abs(r["error"]) > 0.10}
     assert not missed
+
+
+def test_the_narrow_tiles_cases_are_priced_and_their_misses_are_counted(scored):
+    """The narrower tiles of the logs `score` reads (the tiles' run: 128 x 128, 64 x 128,
+    128 x 64 and 128 x 128 split 2 at 7 shapes, f16 and f32; 49 cases, all held out): priced
+    with the measured wgmma m64n128k16 and m64n64k16 rates, 30 within 10% and none beyond 18%.
+    Not issue 35's bar: 128 x 64 is predicted 12-17% fast at 2048^3 and up and on the skinny
+    shapes (8 cases) and 11% slow at 1024^3 (2), 64 x 128 and 128 x 128 split 2 up to 18% and
+    15% slow at 1024^3 and 1536^3 (docs/performance.md, "What it does not know yet"; the docs'
+    later sweep logs, docs/benchmarks.md, are not in `score`'s list)."""
+    narrow = [r for r in scored if "error" in r and not _wide(r)]
+    assert len(narrow) == 49 and {r["log"] for r in narrow} == {"bench_sweep_kernel10_tiles.json"}
+    assert not any(r["fitted"] for r in narrow)
+    assert sum(abs(r["error"]) <= 0.10 for r in narrow) >= 30
+    assert max(abs(r["error"]) for r in narrow) <= 0.18
+    beyond = [r for r in narrow if r["variant"] == "128x64" and abs(r["error"]) > 0.10]
+    assert len(beyond) == 10 and sum(r["error"] < 0 for r in beyond) == 8  # 8 predicted fast
 
 
 def test_skinny_shapes_on_64_row_tiles_wait_for_the_stage_ring(scored):
