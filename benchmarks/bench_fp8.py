@@ -12,7 +12,8 @@ of D, bit for bit (without torch: one block tile against `tcsim.run`). ``--varia
 kernel11 with other parameters in the same rounds, each a comma-separated list of KEY=VALUE
 ("" is the defaults); ``cluster=2`` and ``partials=2`` compile the twin with scaled.cuh's
 exploratory CLUSTER_M (pairs of blocks share B's tile by TMA multicast) and FP8_PARTIALS (two
-partials, wgmma.wait_group 1), which the schedule does not model.
+partials, wgmma.wait_group 1), which the schedule does not model, and an upper-case KEY (such
+as ``FP8_WAIT_FIRST=1``) is passed to the compiler as that define.
 TFLOP/s = 2 M N K / time. Needs CuPy, a
 Hopper GPU, and torch for the reference (never a dependency).
 """
@@ -56,7 +57,8 @@ def main() -> None:
     for text in args.variants:
         overrides = {k: int(v) for k, v in (x.split("=") for x in text.split(",") if x)}
         label = f"kernel11 {text}".strip()
-        explored[label] = overrides.pop("cluster", 1), overrides.pop("partials", 1)
+        defines = {k: overrides.pop(k) for k in list(overrides) if k.isupper()}
+        explored[label] = overrides.pop("cluster", 1), overrides.pop("partials", 1), defines
         variants[label] = kernel.params(inputs="e4m3", inputs_b="e4m3", output="bf16",
                                         **overrides)
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
@@ -102,12 +104,14 @@ def main() -> None:
             json.dump({"gpu": smi.strip(), "rows": rows}, f, indent=1)
 
 
-def _explored(spec, cluster: int, partials: int):
+def _explored(spec, cluster: int, partials: int, defines: dict[str, int]):
     """The launch with scaled.cuh's exploratory switches: clusters of ``cluster`` blocks
     sharing B (CLUSTER_M; B's boxes 1 / cluster as tall), ``partials`` partial sums
-    (FP8_PARTIALS)."""
+    (FP8_PARTIALS), and any other ``defines``."""
     if partials != 1:
-        spec = replace(spec, defines={**spec.defines, "FP8_PARTIALS": partials})
+        defines = {**defines, "FP8_PARTIALS": partials}
+    if defines:
+        spec = replace(spec, defines={**spec.defines, **defines})
     if cluster == 1:
         return spec
     (a, ta), (b, tb) = spec.tensor_maps

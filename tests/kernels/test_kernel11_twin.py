@@ -93,7 +93,11 @@ VARIANTS = [("kernel11", {}), ("kernel11", {"inputs": "e4m3", "inputs_b": "e5m2"
             ("kernel11", {"block_n": 192, "warp_n": 192, "stages": 5, "group_m": 3}),
             # scaled.cuh's exploratory two partials (FP8_PARTIALS), with and without clusters
             ("kernel11", {"more": {"FP8_PARTIALS": 2}}),
-            ("kernel11", {"more": {"FP8_PARTIALS": 2, "CLUSTER_M": 2}, "output": "f32"})]
+            ("kernel11", {"more": {"FP8_PARTIALS": 2, "CLUSTER_M": 2}, "output": "f32"}),
+            # cuBLAS's order: wait for K tile k's stage, then retire and add up K tile k - 1's
+            ("kernel11", {"more": {"FP8_WAIT_FIRST": 1}}),
+            ("kernel11", {"more": {"FP8_WAIT_FIRST": 1}, "block_n": 192, "warp_n": 192,
+                          "stages": 5})]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

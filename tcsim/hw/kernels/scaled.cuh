@@ -51,6 +51,9 @@
 #ifndef FP8_PARTIALS
 #define FP8_PARTIALS 1
 #endif
+#ifndef FP8_WAIT_FIRST
+#define FP8_WAIT_FIRST 0
+#endif
 #ifndef PLANT_PROMOTION_OFF_BY_ONE  // partials close every PROMOTION + 1 k32 steps
 #define PLANT_PROMOTION_OFF_BY_ONE 0
 #endif
@@ -73,6 +76,9 @@
 #define FP8_A_STAGE_BYTES (BM * BK)
 #define FP8_STAGE_BYTES (FP8_A_STAGE_BYTES + BN * BK)
 #define FP8_REGS (BN / 2)  // f32 registers of one m64n(BN) accumulator
+#if FP8_WAIT_FIRST && (FP8_INTERVAL != FP8_STEPS || FP8_PARTIALS != 1)
+#error "scaled.cuh: FP8_WAIT_FIRST promotes once per K tile (PROMOTION = BK / 32), one partial"
+#endif
 #if FP8_PARTIALS == 2 && (FP8_INTERVAL != FP8_STEPS || BN > 128)
 #error "scaled.cuh: two partials need PROMOTION = BK / 32 and BN <= 128 (3 x BN / 2 registers)"
 #endif
@@ -104,40 +110,72 @@ __device__ __forceinline__ void promote(float (&total)[FP8_REGS], const float (&
   for (int i = 0; i < FP8_REGS; i++) total[i] = add_rn(total[i], part[i]);
 }
 
-// k32 step kk of stage s into `part`: A's 64 rows of this consumer and B's BN rows, 32 bytes
-// further along K per step (kernel11.descriptors). `a0` and `b0` are the descriptors of stage
-// 0's step 0: a descriptor's address field is the byte address / 16, so the stage's and the
-// step's offsets add to it (shared addresses stay below 2^18, the field's 14 bits).
-__device__ __forceinline__ void fp8_step(float (&part)[FP8_REGS], uint64_t a0, uint64_t b0,
-                                         int s, int kk, int scale_d) {
-  const uint32_t offset = (s * FP8_STAGE_BYTES + kk * 32) >> 4;
-  FP8_WGMMA(BN, FP8_TYPES)(part, a0 + offset, b0 + offset, scale_d);
-}
+// A consumer's descriptors of one stage (kernel11.descriptors): A's 64 rows of this consumer
+// and B's BN rows, from step 0 on, 32 bytes further along K per k32 step. A descriptor's address
+// field is the byte address / 16, so the stage's offset and the step's 2 add to it (shared
+// addresses stay below 2^18, the field's 14 bits). Built from warp-uniform values (the consumer
+// index through __shfl_sync, stage and phase as wrapping counters), they live in uniform
+// registers and each step is one UIADD3.64; from threadIdx.x and `it % STAGES`, ptxas spent
+// ~38 more integer instructions per K tile (a divide by STAGES, 64-bit adds in ordinary
+// registers, R2UR before each wgmma: docs/kernels.md).
+struct Fp8Step {
+  uint64_t a, b;
+  __device__ __forceinline__ Fp8Step(uint64_t a0, uint64_t b0, int stage)
+      : a(low_plus(a0, stage * (FP8_STAGE_BYTES / 16))),
+        b(low_plus(b0, stage * (FP8_STAGE_BYTES / 16))) {}
+  // a 32-bit add to the low word, the high word (stride, swizzle) kept: 2 fewer instructions
+  // per K tile than a 64-bit add
+  static __device__ __forceinline__ uint64_t low_plus(uint64_t d, uint32_t x) {
+    return d >> 32 << 32 | (uint32_t)d + x;
+  }
+  // the k32 step into `part`, and on to the next one
+  __device__ __forceinline__ void issue(float (&part)[FP8_REGS], int scale_d) {
+    FP8_WGMMA(BN, FP8_TYPES)(part, a, b, scale_d);
+    a += 32 / 16;
+    b += 32 / 16;
+  }
+};
+
+// The stage a consumer or the producer is at, and its barriers' parity: K tile after K tile,
+// across block tiles, wrapping after STAGES (no divide).
+struct StageCounter {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void next() {
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
 
 #if FP8_PARTIALS == 2
 // One K tile of the two-partial form: its steps into `part` from zero, commit; once K tile
 // k - 1's group retired (wait_group 1), add `closed`, the partial it wrote, and release its
-// stage.
+// stage (`previous`).
 __device__ __forceinline__ void fp8_k_tile_pipelined(float (&part)[FP8_REGS],
                                                      float (&closed)[FP8_REGS],
-                                                     float (&total)[FP8_REGS], uint64_t a0,
-                                                     uint64_t b0, uint32_t full, uint32_t empty,
-                                                     int k, int it) {
-  const int s = it % STAGES;
-  mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
+                                                     float (&total)[FP8_REGS],
+                                                     uint64_t a0, uint64_t b0, uint32_t full,
+                                                     uint32_t empty, int k, StageCounter& at,
+                                                     int& previous) {
+  mbarrier_wait(full + 8 * at.stage, at.phase);
 #pragma unroll
   for (int i = 0; i < FP8_REGS; i++) part[i] = 0.f;  // ptxas: the first step's scale-d 0
   fence_partial(part);
   wgmma_fence();
+  Fp8Step step(a0, b0, at.stage);
 #pragma unroll
-  for (int kk = 0; kk < FP8_STEPS; kk++) fp8_step(part, a0, b0, s, kk, 1);
+  for (int kk = 0; kk < FP8_STEPS; kk++) step.issue(part, 1);
   wgmma_commit();
   wgmma_wait<1>();
   fence_partial(closed);
   if (k > 0) {
     promote(total, closed);
-    if (threadIdx.x % 32 == 0) release_stage(empty + 8 * ((it - 1) % STAGES));
+    if (threadIdx.x % 32 == 0) release_stage(empty + 8 * previous);
   }
+  previous = at.stage;
+  at.next();
 }
 #endif
 
@@ -263,7 +301,10 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
     return;
   }
   setmaxnreg_inc<CONSUMER_REGISTERS>();
-  const int consumer = warpgroup - 1, lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+  // warpgroup through lane 0: ptxas then knows it is warp-uniform (CUTLASS's trick), and so
+  // are the descriptors built from it
+  const int consumer = __shfl_sync(0xffffffff, warpgroup, 0) - 1;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
   const uint64_t a0 = descriptor(base + consumer * CONSUMER_M * 128, 16, 1024);
   const uint64_t b0 = descriptor(base + FP8_A_STAGE_BYTES, 16, 1024);
   float total[FP8_REGS], part[FP8_REGS];
@@ -273,8 +314,9 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
   float other[FP8_REGS];
 #pragma unroll
   for (int i = 0; i < FP8_REGS; i++) other[i] = 0.f;
+  int previous = 0;  // the stage of the K tile before
 #endif
-  int it = 0;
+  StageCounter at;
   for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
     int row, col;
     block_tile(t, tiles_m, tiles_n, row, col);
@@ -283,11 +325,11 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
 #if FP8_PARTIALS == 2
     int k = 0;
     for (; k + 1 < k_tiles; k += 2) {
-      fp8_k_tile_pipelined(part, other, total, a0, b0, full, empty, k, it++);
-      fp8_k_tile_pipelined(other, part, total, a0, b0, full, empty, k + 1, it++);
+      fp8_k_tile_pipelined(part, other, total, a0, b0, full, empty, k, at, previous);
+      fp8_k_tile_pipelined(other, part, total, a0, b0, full, empty, k + 1, at, previous);
     }
     if (k < k_tiles) {  // an odd K tile count: the last one, then its partial
-      fp8_k_tile_pipelined(part, other, total, a0, b0, full, empty, k, it++);
+      fp8_k_tile_pipelined(part, other, total, a0, b0, full, empty, k, at, previous);
       wgmma_wait<0>();
       fence_partial(part);
       promote(total, part);
@@ -296,17 +338,39 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
       fence_partial(other);
       promote(total, other);
     }
-    if (lane == 0) release_stage(empty + 8 * ((it - 1) % STAGES));  // the tile's last stage
+    if (lane == 0) release_stage(empty + 8 * previous);  // the tile's last stage
+#elif FP8_WAIT_FIRST
+    int previous = 0;  // the stage of the K tile before
+    for (int k = 0; k < k_tiles; k++, at.next()) {
+      mbarrier_wait(full + 8 * at.stage, at.phase);  // while K tile k - 1's wgmma run
+      if (k > 0) {  // K tile k - 1's group retired: release its stage, add its partial
+        wgmma_wait<0>();
+        fence_partial(part);
+        if (lane == 0) release_stage(empty + 8 * previous);
+        promote(total, part);
+      }
+      Fp8Step step(a0, b0, at.stage);
+      fence_partial(part);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < FP8_STEPS; kk++) step.issue(part, kk != 0);
+      wgmma_commit();
+      previous = at.stage;
+    }
+    wgmma_wait<0>();
+    fence_partial(part);
+    if (lane == 0) release_stage(empty + 8 * previous);
+    promote(total, part);
 #else
     int pending = 0;  // k32 steps summed in `part`
-    for (int k = 0; k < k_tiles; k++, it++) {
-      const int s = it % STAGES;
-      mbarrier_wait(full + 8 * s, (it / STAGES) & 1);
+    for (int k = 0; k < k_tiles; k++, at.next()) {
+      mbarrier_wait(full + 8 * at.stage, at.phase);
+      Fp8Step step(a0, b0, at.stage);
       fence_partial(part);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < FP8_STEPS; kk++) {
-        fp8_step(part, a0, b0, s, kk, pending != 0);
+        step.issue(part, pending != 0);
         if (++pending == FP8_INTERVAL) {  // closed: once its group retired, add it up
           wgmma_commit();
           wgmma_wait<0>();
@@ -321,7 +385,7 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
         wgmma_wait<0>();
         fence_partial(part);
       }
-      if (lane == 0) release_stage(empty + 8 * s);  // every wgmma of stage s retired
+      if (lane == 0) release_stage(empty + 8 * at.stage);  // every wgmma of stage s retired
     }
     if (pending) promote(total, part);  // the last, open partial
 #endif
