@@ -187,14 +187,21 @@ __device__ __forceinline__ float ld_global_f32(const float* p) {
 __device__ __forceinline__ void ld_global_v2_f32(float (&r)[2], const float* p) {
   asm volatile("ld.global.v2.f32 {%0, %1}, [%2];" : "=f"(r[0]), "=f"(r[1]) : "l"(p) : "memory");
 }
-__device__ __forceinline__ void st_global_v2_f32(float* p, float x0, float x1) {
-  asm volatile("st.global.v2.f32 [%0], {%1, %2};" : : "l"(p), "f"(x0), "f"(x1) : "memory");
+// Stores predicated on `on` (one @p st.global: no branch around each, as ptxas made of an `if`).
+__device__ __forceinline__ void st_global_b32_if(uint64_t p, uint32_t x, bool on) {
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %2, 0; @p st.global.b32 [%0], %1; }"
+               : : "l"(p), "r"(x), "r"((int)on) : "memory");
+}
+__device__ __forceinline__ void st_global_v2_f32_if(uint64_t p, float x0, float x1, bool on) {
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %3, 0; @p st.global.v2.f32 [%0], {%1, %2}; }"
+               : : "l"(p), "f"(x0), "f"(x1), "r"((int)on) : "memory");
 }
 
 // One consumer warp's epilogue (kernel11.scaled_epilogue): warp w holds rows 16w .. 16w + 15 of
 // the consumer's 64 as m16n8 accumulators; register 4n + 2h (+ 1) is row lane / 4 + 8h, columns
 // 8n + 2 (lane % 4) (+ 1). Each pair of D inside the matrix is stored as one word (f16, bf16) or
-// two (f32).
+// two (f32). The lane's two row addresses are computed once and each store is predicated: a
+// 64-bit multiply and a branch per store had cost ~20 instructions each (docs/kernels.md).
 __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_REGS],
                                                      void* __restrict__ D,
                                                      const float* __restrict__ scale_a,
@@ -203,10 +210,22 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
                                                      int col0) {
   const int lane = threadIdx.x % 32;
   const int r0 = row0 + lane / 4, c0 = col0 + lane % 4 * 2;
+#if OUT_F32
+  constexpr int bytes = 4;
+#else
+  constexpr int bytes = 2;
+#endif
+  uint64_t at[2];  // the address of the lane's first pair in each of its rows
+  bool inside[2];
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    at[h] = (uint64_t)D + ((uint64_t)(r0 + 8 * h) * N + c0) * bytes;
+    inside[h] = r0 + 8 * h < M;
+  }
 #if ROW_SCALES  // scale_a of the lane's two rows, scale_b of its column pairs, loaded first
   float sa[2], sb[BN / 8][2];
 #pragma unroll
-  for (int h = 0; h < 2; h++) sa[h] = r0 + 8 * h < M ? ld_global_f32(scale_a + r0 + 8 * h) : 0.f;
+  for (int h = 0; h < 2; h++) sa[h] = inside[h] ? ld_global_f32(scale_a + r0 + 8 * h) : 0.f;
 #pragma unroll
   for (int n = 0; n < BN / 8; n++) {
     if (c0 + 8 * n < N) {
@@ -218,10 +237,9 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
 #endif
 #pragma unroll
   for (int n = 0; n < BN / 8; n++) {
+    const bool column_inside = c0 + 8 * n < N;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      const int row = r0 + 8 * h, col = c0 + 8 * n;
-      if (row >= M || col >= N) continue;
       float x[2];
 #pragma unroll
       for (int e = 0; e < 2; e++) {
@@ -233,11 +251,12 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
         x[e] = add_rn(mul_rn(total[4 * n + 2 * h + e], scale), 0.f);
 #endif
       }
-      const uint64_t at = (uint64_t)row * N + col;
+      const uint64_t to = at[h] + 8 * n * bytes;
+      const bool on = inside[h] && column_inside;
 #if OUT_F32
-      st_global_v2_f32((float*)D + at, x[0], x[1]);
+      st_global_v2_f32_if(to, x[0], x[1], on);
 #else
-      st_global_b32((uint16_t*)D + at, F32_TO_OUT(x[0]) | F32_TO_OUT(x[1]) << 16);
+      st_global_b32_if(to, F32_TO_OUT(x[0]) | F32_TO_OUT(x[1]) << 16, on);
 #endif
     }
   }
