@@ -98,8 +98,9 @@ VARIANTS = [("kernel11", {}), ("kernel11", {"inputs": "e4m3", "inputs_b": "e5m2"
             ("kernel11", {"more": {"FP8_PARTIALS": 2, "CLUSTER_M": 2}, "output": "f32"}),
             # cuBLAS's order: wait for K tile k's stage, then retire and add up K tile k - 1's
             ("kernel11", {"more": {"FP8_WAIT_FIRST": 1}}),
-            ("kernel11", {"more": {"FP8_WAIT_FIRST": 1}, "block_n": 192, "warp_n": 192,
-                          "stages": 5})]
+            ("kernel11", {"more": {"FP8_WAIT_FIRST": 2}, "block_n": 192, "warp_n": 192,
+                          "stages": 5}),
+            ("kernel11", {"more": {"FP8_WAIT_FIRST": 2}, "row_scales": 1})]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
@@ -146,7 +147,7 @@ def loops(code: list[tuple[int, str]]) -> tuple[list[str], list[str]]:
 
 
 @pytest.mark.skipif(NVCC is None or CUOBJDUMP is None, reason="nvcc or cuobjdump is not installed")
-@pytest.mark.parametrize("more", [{}, {"FP8_WAIT_FIRST": 1}])
+@pytest.mark.parametrize("more", [{}, {"FP8_WAIT_FIRST": 1}, {"FP8_WAIT_FIRST": 2}])
 def test_the_k_tile_loop_keeps_its_integer_work_uniform(more, tmp_path):
     """The consumer's K tile in SASS: 4 QGMMA, 64 FADD and at most 40 other instructions
     (cuBLAS's loop: 36; the twin's first form: 69, its descriptors built in ordinary registers

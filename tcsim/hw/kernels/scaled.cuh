@@ -51,6 +51,11 @@
 #ifndef FP8_PARTIALS
 #define FP8_PARTIALS 1
 #endif
+// Exploratory (benchmarks only, not modeled by the schedule: the same instructions and bits,
+// another order): FP8_WAIT_FIRST 1 is cuBLAS's order, per K tile k: wait on its stage's full
+// barrier while K tile k - 1's wgmma still run, then wgmma.wait_group 0, release K tile k - 1's
+// stage, add its partial, issue K tile k's wgmma. FP8_WAIT_FIRST 2 tries the barrier once
+// there (mbarrier.try_wait) and waits for it only after the adds if it was not ready.
 #ifndef FP8_WAIT_FIRST
 #define FP8_WAIT_FIRST 0
 #endif
@@ -97,6 +102,18 @@
 
 #define FP8_WGMMA_NAME(n, types) wgmma_m64n##n##k32_##types
 #define FP8_WGMMA(n, types) FP8_WGMMA_NAME(n, types)  // expands BN and FP8_TYPES first
+
+// One mbarrier.try_wait: whether the phase with this parity has completed (the thread may be
+// suspended a while first, up to a time limit of the hardware's).
+__device__ __forceinline__ bool mbarrier_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{ .reg .pred done;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, done;\n"
+      "}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  return done;
+}
 
 // Keep the compiler from moving a partial's reads or writes across a wgmma fence or wait.
 __device__ __forceinline__ void fence_partial(float (&x)[FP8_REGS]) {
@@ -361,13 +378,20 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
 #elif FP8_WAIT_FIRST
     int previous = 0;  // the stage of the K tile before
     for (int k = 0; k < k_tiles; k++, at.next()) {
+#if FP8_WAIT_FIRST == 2  // one try while K tile k - 1's wgmma run; the blocking wait after
+      const bool ready = k > 0 && mbarrier_try_wait(full + 8 * at.stage, at.phase);
+#else
       mbarrier_wait(full + 8 * at.stage, at.phase);  // while K tile k - 1's wgmma run
+#endif
       if (k > 0) {  // K tile k - 1's group retired: release its stage, add its partial
         wgmma_wait<0>();
         fence_partial(part);
         if (lane == 0) release_stage(empty + 8 * previous);
         promote(total, part);
       }
+#if FP8_WAIT_FIRST == 2
+      if (!ready) mbarrier_wait(full + 8 * at.stage, at.phase);
+#endif
       Fp8Step step(a0, b0, at.stage);
       fence_partial(part);
       wgmma_fence();
