@@ -100,7 +100,11 @@ VARIANTS = [("kernel11", {}), ("kernel11", {"inputs": "e4m3", "inputs_b": "e5m2"
             ("kernel11", {"more": {"FP8_WAIT_FIRST": 1}}),
             ("kernel11", {"more": {"FP8_WAIT_FIRST": 2}, "block_n": 192, "warp_n": 192,
                           "stages": 5}),
-            ("kernel11", {"more": {"FP8_WAIT_FIRST": 2}, "row_scales": 1})]
+            ("kernel11", {"more": {"FP8_WAIT_FIRST": 2}, "row_scales": 1}),
+            # exploratory whole-sector stores (lanes swap words, st.global.v2.b32)
+            ("kernel11", {"more": {"FP8_STORE_PAIRS": 1, "FP8_WAIT_FIRST": 2}}),
+            ("kernel11", {"more": {"FP8_STORE_PAIRS": 1}, "output": "f16", "row_scales": 0,
+                          "block_n": 192, "warp_n": 192, "stages": 5})]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

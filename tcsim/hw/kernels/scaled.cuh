@@ -59,6 +59,12 @@
 #ifndef FP8_WAIT_FIRST
 #define FP8_WAIT_FIRST 0
 #endif
+// Exploratory (benchmarks only: other stores than the schedule's, the same bits): with f16 or
+// bf16 out, FP8_STORE_PAIRS 1 stores 8 bytes a lane after swapping words with the next lane,
+// whole 32-byte sectors instead of halves (half the stores and sectors).
+#ifndef FP8_STORE_PAIRS
+#define FP8_STORE_PAIRS 0
+#endif
 #ifndef PLANT_PROMOTION_OFF_BY_ONE  // partials close every PROMOTION + 1 k32 steps
 #define PLANT_PROMOTION_OFF_BY_ONE 0
 #endif
@@ -209,6 +215,11 @@ __device__ __forceinline__ void st_global_b32_if(uint64_t p, uint32_t x, bool on
   asm volatile("{ .reg .pred p; setp.ne.b32 p, %2, 0; @p st.global.b32 [%0], %1; }"
                : : "l"(p), "r"(x), "r"((int)on) : "memory");
 }
+__device__ __forceinline__ void st_global_v2_b32_if(uint64_t p, uint32_t x0, uint32_t x1,
+                                                    bool on) {
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %3, 0; @p st.global.v2.b32 [%0], {%1, %2}; }"
+               : : "l"(p), "r"(x0), "r"(x1), "r"((int)on) : "memory");
+}
 __device__ __forceinline__ void st_global_v2_f32_if(uint64_t p, float x0, float x1, bool on) {
   asm volatile("{ .reg .pred p; setp.ne.b32 p, %3, 0; @p st.global.v2.f32 [%0], {%1, %2}; }"
                : : "l"(p), "f"(x0), "f"(x1), "r"((int)on) : "memory");
@@ -252,22 +263,48 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
     }
   }
 #endif
+  // D's pair in columns 8n + 2 (lane % 4) (+ 1) of row half h, scaled
+  auto pair = [&](int n, int h, float (&x)[2]) {
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+#if ROW_SCALES && PLANT_SCALE_A_FIRST
+      x[e] = mul_rn(mul_rn(total[4 * n + 2 * h + e], sa[h]), sb[n][e]);
+#elif ROW_SCALES
+      x[e] = mul_rn(mul_rn(total[4 * n + 2 * h + e], sb[n][e]), sa[h]);
+#else  // + 0: cuBLAS's beta 0 makes a zero result +0 (measured on the H100)
+      x[e] = add_rn(mul_rn(total[4 * n + 2 * h + e], scale), 0.f);
+#endif
+    }
+  };
+#if FP8_STORE_PAIRS && !OUT_F32
+  // Lanes 2i and 2i + 1 swap a word (shfl.xor 1) per two column tiles n, n + 1: the even lane
+  // then holds 4 adjacent columns of tile n, the odd lane 4 of tile n + 1, and a row's 4
+  // lanes write 32 adjacent bytes (a whole sector) with one st.global.v2.b32 each.
+  const bool odd = lane % 2;
+#pragma unroll
+  for (int n = 0; n < BN / 8; n += 2) {
+    const int mine = n + odd;  // the tile this lane stores
+    const bool column_inside = c0 - 2 * odd + 8 * mine < N;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float x[2], y[2];
+      pair(n, h, x);
+      pair(n + 1, h, y);
+      const uint32_t w0 = F32_TO_OUT(x[0]) | F32_TO_OUT(x[1]) << 16;
+      const uint32_t w1 = F32_TO_OUT(y[0]) | F32_TO_OUT(y[1]) << 16;
+      const uint32_t got = __shfl_xor_sync(0xffffffff, odd ? w0 : w1, 1);
+      st_global_v2_b32_if(at[h] + (8 * mine - 2 * odd) * bytes, odd ? got : w0, odd ? w1 : got,
+                          inside[h] && column_inside);
+    }
+  }
+#else
 #pragma unroll
   for (int n = 0; n < BN / 8; n++) {
     const bool column_inside = c0 + 8 * n < N;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
       float x[2];
-#pragma unroll
-      for (int e = 0; e < 2; e++) {
-#if ROW_SCALES && PLANT_SCALE_A_FIRST
-        x[e] = mul_rn(mul_rn(total[4 * n + 2 * h + e], sa[h]), sb[n][e]);
-#elif ROW_SCALES
-        x[e] = mul_rn(mul_rn(total[4 * n + 2 * h + e], sb[n][e]), sa[h]);
-#else  // + 0: cuBLAS's beta 0 makes a zero result +0 (measured on the H100)
-        x[e] = add_rn(mul_rn(total[4 * n + 2 * h + e], scale), 0.f);
-#endif
-      }
+      pair(n, h, x);
       const uint64_t to = at[h] + 8 * n * bytes;
       const bool on = inside[h] && column_inside;
 #if OUT_F32
@@ -277,6 +314,7 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
 #endif
     }
   }
+#endif
 }
 
 // kernel11: warpgroup 0 produces (one thread copies each stage's A box and B box into STAGES
