@@ -349,13 +349,15 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
   if (warpgroup == 0) {
     setmaxnreg_dec<PRODUCER_REGISTERS>();
     if (threadIdx.x == 0) {
-      int it = 0;
+      StageCounter at;
+      bool refill = false;  // from the second round of stages on: wait until consumed
       for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
         int row, col;
         block_tile(t, tiles_m, tiles_n, row, col);
-        for (int k = 0; k < k_tiles; k++, it++) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbarrier_wait(empty + 8 * s, (it / STAGES - 1) & 1);
+        for (int k = 0; k < k_tiles; k++, at.next()) {
+          const int s = at.stage;
+          refill |= at.phase;
+          if (refill) mbarrier_wait(empty + 8 * s, at.phase ^ 1);
           const uint32_t a = base + s * FP8_STAGE_BYTES;
           mbarrier_arrive_expect_tx(full + 8 * s, FP8_STAGE_BYTES);
           tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
