@@ -104,7 +104,10 @@ VARIANTS = [("kernel11", {}), ("kernel11", {"inputs": "e4m3", "inputs_b": "e5m2"
             # exploratory whole-sector stores (lanes swap words, st.global.v2.b32)
             ("kernel11", {"more": {"FP8_STORE_PAIRS": 1, "FP8_WAIT_FIRST": 2}}),
             ("kernel11", {"more": {"FP8_STORE_PAIRS": 1}, "output": "f16", "row_scales": 0,
-                          "block_n": 192, "warp_n": 192, "stages": 5})]
+                          "block_n": 192, "warp_n": 192, "stages": 5}),
+            # clusters of 2 sharing B's tile, or A's (FP8_MULTICAST_A)
+            ("kernel11", {"more": {"CLUSTER_M": 2, "FP8_WAIT_FIRST": 2}}),
+            ("kernel11", {"more": {"CLUSTER_M": 2, "FP8_MULTICAST_A": 1}})]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

@@ -24,7 +24,7 @@
 // PLANT_SCALE_A_FIRST (tcsim.kernels.planted). hopper.cuh's exploratory CLUSTER_M (not modeled
 // by the schedule: benchmarks only) makes pairs of blocks computing vertically adjacent tiles
 // share B: each copies BN / CLUSTER_M of its rows (a tensor map with boxes that tall) and
-// multicasts them; M must then be a multiple of BM * CLUSTER_M.
+// multicasts them; M must then be a multiple of BM * CLUSTER_M (FP8_MULTICAST_A: A, below).
 #pragma once
 #include "hopper.cuh"
 
@@ -64,6 +64,13 @@
 // whole 32-byte sectors instead of halves (half the stores and sectors).
 #ifndef FP8_STORE_PAIRS
 #define FP8_STORE_PAIRS 0
+#endif
+// Exploratory (benchmarks only): with CLUSTER_M > 1, FP8_MULTICAST_A 1 makes a cluster's blocks
+// compute horizontally adjacent tiles and share A instead of B: each copies BM / CLUSTER_M of
+// A's rows (a tensor map with boxes that tall) and multicasts them; N must then be a multiple
+// of BN * CLUSTER_M (cuBLAS's fp8 kernel runs in clusters of 2).
+#ifndef FP8_MULTICAST_A
+#define FP8_MULTICAST_A 0
 #endif
 #ifndef PLANT_PROMOTION_OFF_BY_ONE  // partials close every PROMOTION + 1 k32 steps
 #define PLANT_PROMOTION_OFF_BY_ONE 0
@@ -317,6 +324,18 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
 #endif
 }
 
+// The block tile of turn t (hopper.cuh's block_tile); with FP8_MULTICAST_A, turn t is a row of
+// CLUSTER_M tiles, one per block of the cluster.
+__device__ __forceinline__ void fp8_block_tile(int t, int tiles_m, int tiles_n, int& row,
+                                               int& col) {
+#if CLUSTER_M > 1 && FP8_MULTICAST_A
+  tile_coordinates(t, tiles_m, tiles_n / CLUSTER_M, row, col);
+  col = col * CLUSTER_M + cluster_rank();
+#else
+  block_tile(t, tiles_m, tiles_n, row, col);
+#endif
+}
+
 // kernel11: warpgroup 0 produces (one thread copies each stage's A box and B box into STAGES
 // buffers, each stage's copies completing on its `full` barrier), warpgroups 1..CONSUMERS
 // consume (each issues FP8_STEPS wgmma k32 per stage on its 64 rows, promotes its partials and
@@ -353,19 +372,25 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
       bool refill = false;  // from the second round of stages on: wait until consumed
       for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
         int row, col;
-        block_tile(t, tiles_m, tiles_n, row, col);
+        fp8_block_tile(t, tiles_m, tiles_n, row, col);
         for (int k = 0; k < k_tiles; k++, at.next()) {
           const int s = at.stage;
           refill |= at.phase;
           if (refill) mbarrier_wait(empty + 8 * s, at.phase ^ 1);
           const uint32_t a = base + s * FP8_STAGE_BYTES;
           mbarrier_arrive_expect_tx(full + 8 * s, FP8_STAGE_BYTES);
-          tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
-#if CLUSTER_M > 1 && CLUSTER_SHARE_B  // this block's share of B's rows, to every block
+#if CLUSTER_M > 1 && CLUSTER_SHARE_B && FP8_MULTICAST_A  // this block's share of A's rows
+          const int rows = BM / CLUSTER_M, first = cluster_rank() * rows;
+          tma_load_2d_multicast(a + first * BK, tensor_a, k * BK, row * BM + first, full + 8 * s,
+                                (1 << CLUSTER_M) - 1);
+          tma_load_2d(a + FP8_A_STAGE_BYTES, tensor_b, k * BK, col * BN, full + 8 * s);
+#elif CLUSTER_M > 1 && CLUSTER_SHARE_B  // this block's share of B's rows, to every block
           const int rows = BN / CLUSTER_M, first = cluster_rank() * rows;
+          tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
           tma_load_2d_multicast(a + FP8_A_STAGE_BYTES + first * BK, tensor_b, k * BK,
                                 col * BN + first, full + 8 * s, (1 << CLUSTER_M) - 1);
 #else
+          tma_load_2d(a, tensor_a, k * BK, row * BM, full + 8 * s);
           tma_load_2d(a + FP8_A_STAGE_BYTES, tensor_b, k * BK, col * BN, full + 8 * s);
 #endif
         }
@@ -395,7 +420,7 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
   StageCounter at;
   for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
     int row, col;
-    block_tile(t, tiles_m, tiles_n, row, col);
+    fp8_block_tile(t, tiles_m, tiles_n, row, col);
 #pragma unroll
     for (int i = 0; i < FP8_REGS; i++) total[i] = 0.f;
 #if FP8_PARTIALS == 2
