@@ -201,10 +201,11 @@ def test_refusals_name_the_problem(rng):
 def test_trace_counts_what_the_schedule_issues():
     """M=N=256, K=512 on 128 x 128 tiles: 4 tiles of 4 K tiles; each K tile is 4 k32 steps
     issued by 4 warps of 2 consumers; each tile reads 128 x 512 bytes of A and of B; each
-    consumer warp stores 16 rows x 128 columns of D in 32 instructions, each writing 8 rows,
-    16 bytes (bf16, st.global.b32) or 32 (f32, .v2) of each: 8 sectors."""
+    consumer warp stores 16 rows x 128 columns of D in 16 instructions (bf16: pairs of lanes
+    swap words, 8 bytes a lane) or 32 (f32, .v2), each writing 32 bytes of 8 rows: 8 whole
+    sectors."""
     tiles, k_tiles = 4, 4
-    for out in ("bf16", "f32"):
+    for out, stores in (("bf16", 16), ("f32", 32)):
         t = tcsim.trace(kernel11, 256, 256, 512, output=out)
         assert t.sites["wgmma"].executions == tiles * k_tiles * 4 * 2 * 4
         assert t.sites["wgmma"].instruction.endswith("m64n128k32.f32.e4m3.e4m3")
@@ -212,8 +213,9 @@ def test_trace_counts_what_the_schedule_issues():
         assert t.totals["l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"] == \
             tiles * 2 * 128 * 512
         store = t.sites["D_gmem_store"]
-        assert store.executions == tiles * 8 * 32
+        assert store.executions == tiles * 8 * stores
         assert store.sectors == store.executions * 8
+        assert store.sectors * 32 == 256 * 256 * (2 if out == "bf16" else 4)  # no half sector
 
 
 def test_zero_signs_and_nan_bits_are_the_h100s():

@@ -17,7 +17,8 @@
 // - the scaled epilogue: D = out(total * scale + 0) per element, scale = scale_a * scale_b
 //   (the host's f32 product; the + 0 turns -0 into +0, as cuBLAS does); with ROW_SCALES, scale_a per row and scale_b per column loaded by each
 //   lane, D = out((total * scale_b) * scale_a). out: cvt.rn to f16 or bf16 (OUT_BF16), or f32
-//   (OUT_F32); each lane stores its pairs of adjacent columns, predicated off past D's edge.
+//   (OUT_F32); each lane stores 8 bytes of a row (f16/bf16: its pair and its neighbour lane's,
+//   swapped by shfl), predicated off past D's edge.
 //
 // Compile-time constants beyond hopper.cuh's: A_E5M2, B_E5M2 (operand types; e4m3 otherwise),
 // OUT_F32, ROW_SCALES, PROMOTION, and the plants' PLANT_PROMOTION_OFF_BY_ONE and
@@ -58,12 +59,6 @@
 // there (mbarrier.try_wait) and waits for it only after the adds if it was not ready.
 #ifndef FP8_WAIT_FIRST
 #define FP8_WAIT_FIRST 0
-#endif
-// Exploratory (benchmarks only: other stores than the schedule's, the same bits): with f16 or
-// bf16 out, FP8_STORE_PAIRS 1 stores 8 bytes a lane after swapping words with the next lane,
-// whole 32-byte sectors instead of halves (half the stores and sectors).
-#ifndef FP8_STORE_PAIRS
-#define FP8_STORE_PAIRS 0
 #endif
 // Exploratory (benchmarks only): with CLUSTER_M > 1, FP8_MULTICAST_A 1 makes a cluster's blocks
 // compute horizontally adjacent tiles and share A instead of B: each copies BM / CLUSTER_M of
@@ -218,10 +213,6 @@ __device__ __forceinline__ void ld_global_v2_f32(float (&r)[2], const float* p) 
   asm volatile("ld.global.v2.f32 {%0, %1}, [%2];" : "=f"(r[0]), "=f"(r[1]) : "l"(p) : "memory");
 }
 // Stores predicated on `on` (one @p st.global: no branch around each, as ptxas made of an `if`).
-__device__ __forceinline__ void st_global_b32_if(uint64_t p, uint32_t x, bool on) {
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %2, 0; @p st.global.b32 [%0], %1; }"
-               : : "l"(p), "r"(x), "r"((int)on) : "memory");
-}
 __device__ __forceinline__ void st_global_v2_b32_if(uint64_t p, uint32_t x0, uint32_t x1,
                                                     bool on) {
   asm volatile("{ .reg .pred p; setp.ne.b32 p, %3, 0; @p st.global.v2.b32 [%0], {%1, %2}; }"
@@ -234,9 +225,10 @@ __device__ __forceinline__ void st_global_v2_f32_if(uint64_t p, float x0, float 
 
 // One consumer warp's epilogue (kernel11.scaled_epilogue): warp w holds rows 16w .. 16w + 15 of
 // the consumer's 64 as m16n8 accumulators; register 4n + 2h (+ 1) is row lane / 4 + 8h, columns
-// 8n + 2 (lane % 4) (+ 1). Each pair of D inside the matrix is stored as one word (f16, bf16) or
-// two (f32). The lane's two row addresses are computed once and each store is predicated: a
-// 64-bit multiply and a branch per store had cost ~20 instructions each (docs/kernels.md).
+// 8n + 2 (lane % 4) (+ 1). f16 and bf16 pairs are stored two words a lane after an exchange
+// with the next lane (below), f32 pairs as two words; predicated off past D's edge. The lane's
+// two row addresses are computed once and each store is predicated: a 64-bit multiply and a
+// branch per store had cost ~20 instructions each (docs/kernels.md).
 __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_REGS],
                                                      void* __restrict__ D,
                                                      const float* __restrict__ scale_a,
@@ -283,10 +275,12 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
 #endif
     }
   };
-#if FP8_STORE_PAIRS && !OUT_F32
+#if !OUT_F32
   // Lanes 2i and 2i + 1 swap a word (shfl.xor 1) per two column tiles n, n + 1: the even lane
   // then holds 4 adjacent columns of tile n, the odd lane 4 of tile n + 1, and a row's 4
-  // lanes write 32 adjacent bytes (a whole sector) with one st.global.v2.b32 each.
+  // lanes write 32 adjacent bytes (a whole sector) with one st.global.v2.b32 each
+  // (kernel11.sector_pairs). One st.global.b32 per pair wrote half sectors, and cost 17% of
+  // the speed at 4096^3 (docs/kernels.md).
   const bool odd = lane % 2;
 #pragma unroll
   for (int n = 0; n < BN / 8; n += 2) {
@@ -304,7 +298,7 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
                           inside[h] && column_inside);
     }
   }
-#else
+#else  // f32: a lane's pair is 8 bytes, a row's 4 lanes already write a whole sector
 #pragma unroll
   for (int n = 0; n < BN / 8; n++) {
     const bool column_inside = c0 + 8 * n < N;
@@ -312,13 +306,7 @@ __device__ __forceinline__ void scaled_epilogue_tile(const float (&total)[FP8_RE
     for (int h = 0; h < 2; h++) {
       float x[2];
       pair(n, h, x);
-      const uint64_t to = at[h] + 8 * n * bytes;
-      const bool on = inside[h] && column_inside;
-#if OUT_F32
-      st_global_v2_f32_if(to, x[0], x[1], on);
-#else
-      st_global_b32_if(to, F32_TO_OUT(x[0]) | F32_TO_OUT(x[1]) << 16, on);
-#endif
+      st_global_v2_f32_if(at[h] + 8 * n * bytes, x[0], x[1], inside[h] && column_inside);
     }
   }
 #endif
