@@ -56,14 +56,16 @@
 // another order): FP8_WAIT_FIRST 1 is cuBLAS's order, per K tile k: wait on its stage's full
 // barrier while K tile k - 1's wgmma still run, then wgmma.wait_group 0, release K tile k - 1's
 // stage, add its partial, issue K tile k's wgmma. FP8_WAIT_FIRST 2 tries the barrier once
-// there (mbarrier.try_wait) and waits for it only after the adds if it was not ready.
+// there (mbarrier.try_wait) and waits for it only after the adds if it was not ready. Both
+// ran 2-5% slower than the default on the H100 (docs/kernels.md).
 #ifndef FP8_WAIT_FIRST
 #define FP8_WAIT_FIRST 0
 #endif
 // Exploratory (benchmarks only): with CLUSTER_M > 1, FP8_MULTICAST_A 1 makes a cluster's blocks
 // compute horizontally adjacent tiles and share A instead of B: each copies BM / CLUSTER_M of
 // A's rows (a tensor map with boxes that tall) and multicasts them; N must then be a multiple
-// of BN * CLUSTER_M (cuBLAS's fp8 kernel runs in clusters of 2).
+// of BN * CLUSTER_M (cuBLAS's fp8 kernel runs in clusters of 2; on the H100 it gained 4-9%
+// with the half-sector stores, nothing on top of the whole-sector ones at 4096^3).
 #ifndef FP8_MULTICAST_A
 #define FP8_MULTICAST_A 0
 #endif
