@@ -64,7 +64,7 @@
 // Exploratory (benchmarks only): with CLUSTER_M > 1, FP8_MULTICAST_A 1 makes a cluster's blocks
 // compute horizontally adjacent tiles and share A instead of B: each copies BM / CLUSTER_M of
 // A's rows (a tensor map with boxes that tall) and multicasts them; N must then be a multiple
-// of BN * CLUSTER_M (cuBLAS's fp8 kernel runs in clusters of 2; on the H100 it gained 4-9%
+// of BN * CLUSTER_M (cuBLAS's fp8 kernel runs in clusters of 2; on the H100 it gained 5-12%
 // with the half-sector stores, nothing on top of the whole-sector ones at 4096^3).
 #ifndef FP8_MULTICAST_A
 #define FP8_MULTICAST_A 0
