@@ -205,6 +205,23 @@ def sector_pairs(row: np.ndarray, col: np.ndarray,
             np.stack([w[..., tile, first], w[..., tile, first + 1]], axis=-1))
 
 
+# Tile overrides from this size on (M and N): 128 x 192 with 5 stages (`measured_tile`).
+LARGE = 8192
+
+
+def measured_tile(M: int, N: int) -> dict[str, int]:
+    """kernel11's tile overrides for D of M x N, as measured on the H100 against
+    ``torch._scaled_mm`` (docs/kernels.md, "Half sectors"): none (128 x 128, 6 stages,
+    94-96% of ``_scaled_mm`` at 4096^3, where 128 x 192 ran 90-91%) below `LARGE`;
+    ``block_n=192, warp_n=192, stages=5`` once M and N are both at least `LARGE` (95-99% at
+    8192^3, where 128 x 128 ran 77-85%). Only those two sizes were measured: the rule for the
+    others is this threshold, not a model. Use as ``tcsim.run(kernel11, A, B, ...,
+    **measured_tile(M, N))`` or ``bench_fp8.py --variants``."""
+    if M >= LARGE and N >= LARGE:
+        return {"block_n": 192, "warp_n": 192, "stages": 5}
+    return {}
+
+
 kernel11 = Kernel(
     "kernel11", "fp8 (e4m3/e5m2) with cuBLAS's promoted f32 accumulation and scales: "
     "wgmma m64nNk32 from K-major descriptors, kernel8's roles and tile order",
@@ -216,4 +233,4 @@ kernel11 = Kernel(
     requires, arch="sm_90a", tensor_maps=tensor_maps, options=REGISTERS,
     launch_shape=launch_shape, takes_c=False, scaled=True, twin_schedule="gemm_fp8")
 
-__all__ = ["kernel11"]
+__all__ = ["kernel11", "measured_tile"]

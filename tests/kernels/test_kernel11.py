@@ -8,6 +8,9 @@ infinities (and inf x 0), zero rows and outputs that overflow f16 drawn on purpo
 (tests/fp8_inputs.py). Its CUDA twin is checked on the H100 by tests/hw/test_kernel11_hw.py.
 """
 
+import json
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -16,6 +19,7 @@ from fp8_inputs import FP8, MIXES, OUTS, assert_same_bits, inputs, row_scales
 import tcsim
 from tcsim import blas
 from tcsim.kernels import ProblemSizeError, kernel_named
+from tcsim.kernels.kernel11 import measured_tile
 from tcsim.kernels.planted import PLANTED
 
 kernel11 = kernel_named("kernel11")
@@ -241,3 +245,23 @@ def test_zero_signs_and_nan_bits_are_the_h100s():
     D = tcsim.run(kernel11, A, B, scale_a=rows, scale_b=np.ones((1, N), np.float32),
                   out_dtype=OUTS["bf16"])
     assert (D.view(np.uint16) == 0x8000).all()  # (+0 * 1) * -1 = -0
+
+
+def test_the_measured_tile_is_the_faster_one_in_the_logged_run():
+    """`measured_tile` picks, at each size of the logged H100 run
+    (docs/evidence/bench_fp8_kernel11_whole_sectors.json), the faster of the two tiles timed
+    there with the default groups; and its overrides are a valid kernel11."""
+    log = Path(__file__).resolve().parents[2] / "docs" / "evidence" / \
+        "bench_fp8_kernel11_whole_sectors.json"
+    if not log.is_file():
+        pytest.skip("no docs/evidence beside the tests (source tree absent)")
+    rows = json.loads(log.read_text())["rows"]
+    tiles = {"kernel11": {}, "kernel11 block_n=192,warp_n=192,stages=5":
+             {"block_n": 192, "warp_n": 192, "stages": 5}}
+    shapes = {tuple(r["shape"]) for r in rows}
+    assert len(shapes) >= 2
+    for M, N, K in shapes:
+        speed = {r["variant"]: r["tflops"] for r in rows if tuple(r["shape"]) == (M, N, K)}
+        fastest = max(tiles, key=lambda label: speed[label])
+        assert measured_tile(M, N) == tiles[fastest], (M, N, K, speed)
+        kernel11.params(**measured_tile(M, N))
