@@ -14,7 +14,8 @@ kernel11 with other parameters in the same rounds, each a comma-separated list o
 with scaled.cuh's exploratory CLUSTER_M (pairs of blocks share B's tile by TMA multicast; with
 ``cluster_a``, FP8_MULTICAST_A: A's) and FP8_PARTIALS (two partials, wgmma.wait_group 1),
 which the schedule does not model, and an upper-case KEY (such as ``FP8_WAIT_FIRST=1``) is
-passed to the compiler as that define.
+passed to the compiler as that define. From 8192^3 up kernel11's faster tile on the H100 is
+``block_n=192,warp_n=192,stages=5`` (`tcsim.kernels.kernel11.measured_tile`).
 TFLOP/s = 2 M N K / time. Needs CuPy, a
 Hopper GPU, and torch for the reference (never a dependency).
 """
