@@ -10,9 +10,12 @@ CUDA events behind a spin kernel, one launch of each per round, the median of ``
 rotating over three input sets). Every timed output of kernel11 is compared with torch's on all
 of D, bit for bit (without torch: one block tile against `tcsim.run`). ``--variants`` times
 kernel11 with other parameters in the same rounds, each a comma-separated list of KEY=VALUE
-("" is the defaults); ``cluster=2`` and ``partials=2`` compile the twin with scaled.cuh's
-exploratory CLUSTER_M (pairs of blocks share B's tile by TMA multicast) and FP8_PARTIALS (two
-partials, wgmma.wait_group 1), which the schedule does not model.
+("" is the defaults); ``cluster=2``, ``cluster_a=2`` and ``partials=2`` compile the twin
+with scaled.cuh's exploratory CLUSTER_M (pairs of blocks share B's tile by TMA multicast; with
+``cluster_a``, FP8_MULTICAST_A: A's) and FP8_PARTIALS (two partials, wgmma.wait_group 1),
+which the schedule does not model, and an upper-case KEY (such as ``FP8_WAIT_FIRST=1``) is
+passed to the compiler as that define. From 8192^3 up kernel11's faster tile on the H100 is
+``block_n=192,warp_n=192,stages=5`` (`tcsim.kernels.kernel11.measured_tile`).
 TFLOP/s = 2 M N K / time. Needs CuPy, a
 Hopper GPU, and torch for the reference (never a dependency).
 """
@@ -56,7 +59,12 @@ def main() -> None:
     for text in args.variants:
         overrides = {k: int(v) for k, v in (x.split("=") for x in text.split(",") if x)}
         label = f"kernel11 {text}".strip()
-        explored[label] = overrides.pop("cluster", 1), overrides.pop("partials", 1)
+        defines = {k: overrides.pop(k) for k in list(overrides) if k.isupper()}
+        if overrides.get("cluster_a", 1) > 1:  # clusters sharing A
+            defines["FP8_MULTICAST_A"] = 1
+            overrides["cluster"] = overrides.pop("cluster_a")
+        overrides.pop("cluster_a", None)
+        explored[label] = overrides.pop("cluster", 1), overrides.pop("partials", 1), defines
         variants[label] = kernel.params(inputs="e4m3", inputs_b="e4m3", output="bf16",
                                         **overrides)
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
@@ -102,17 +110,24 @@ def main() -> None:
             json.dump({"gpu": smi.strip(), "rows": rows}, f, indent=1)
 
 
-def _explored(spec, cluster: int, partials: int):
+def _explored(spec, cluster: int, partials: int, defines: dict[str, int]):
     """The launch with scaled.cuh's exploratory switches: clusters of ``cluster`` blocks
-    sharing B (CLUSTER_M; B's boxes 1 / cluster as tall), ``partials`` partial sums
-    (FP8_PARTIALS)."""
+    sharing B (CLUSTER_M; B's boxes 1 / cluster as tall) or A (FP8_MULTICAST_A in
+    ``defines``; A's boxes), ``partials`` partial sums (FP8_PARTIALS), and any other
+    ``defines``."""
     if partials != 1:
-        spec = replace(spec, defines={**spec.defines, "FP8_PARTIALS": partials})
+        defines = {**defines, "FP8_PARTIALS": partials}
+    if defines:
+        spec = replace(spec, defines={**spec.defines, **defines})
     if cluster == 1:
         return spec
     (a, ta), (b, tb) = spec.tensor_maps
+    if defines.get("FP8_MULTICAST_A"):  # each block copies 1 / cluster of A's rows
+        ta = replace(ta, box_rows=ta.box_rows // cluster)
+    else:  # of B's rows
+        tb = replace(tb, box_rows=tb.box_rows // cluster)
     return replace(spec, defines={**spec.defines, "CLUSTER_M": cluster},
-                   tensor_maps=((a, ta), (b, replace(tb, box_rows=tb.box_rows // cluster))))
+                   tensor_maps=((a, ta), (b, tb)))
 
 
 def _torch():

@@ -21,7 +21,10 @@
   stays open at a K tile's end (another interval) runs on into the next; the last is
   promoted at the tile's end.
 - **scaled epilogue.** ``D = out(acc * (scale_a * scale_b))`` (`scaled.scaled_words`), f16,
-  bf16 or f32, stored by each lane with predicated stores (no C, alpha or beta). With
+  bf16 or f32, stored by each lane with predicated stores (no C, alpha or beta), 8 bytes of a
+  row each: an f32 pair, or two f16/bf16 pairs after neighbouring lanes swap a word, so that
+  every store writes whole 32-byte sectors (`sector_pairs`; half sectors cost 17% of the speed
+  at 4096^3 on the H100). With
   row-wise scales (``row_scales=1``: scale_a (M, 1), scale_b (1, N), e4m3 x e4m3, bf16 out,
   torch's rule) each lane loads scale_a of its two rows and scale_b of its column pairs, and
   ``D = out((acc * scale_b) * scale_a)``, cuBLAS's order.
@@ -49,6 +52,7 @@ from .scaled import promote, scaled_words
 SWIZZLE = SwizzleMode.B128
 ROW_BYTES = 128  # one swizzled row: 128 fp8 elements along K, for A and for B
 PROMOTION = 4  # cuBLAS's: 4 wgmma k32 steps per partial sum
+GROUP_M = 8  # tiles in groups of 8 block rows: 1-2% ahead of kernel8's 16 on the H100
 
 
 def requires(p: GemmParams) -> None:
@@ -159,9 +163,9 @@ def program(m, p: GemmParams, plant: str = "") -> None:
 def scaled_epilogue(m, p: GemmParams, acc: np.ndarray, plant: str = "") -> None:
     """``D = out(acc * scale)`` from the consumers' f32 accumulators (row-wise: ``out((acc *
     scale_b[n]) * scale_a[m])``): warp w holds rows 16w .. 16w + 15 of the tile as m16n8
-    accumulators; each lane stores its pairs of adjacent columns (one word of f16/bf16, two
-    of f32), predicated off past the matrix. The plant "scale_a_first" multiplies by scale_a
-    first."""
+    accumulators; each lane stores 8 bytes of a row (an f32 pair; f16/bf16: two pairs,
+    `sector_pairs`), predicated off past the matrix. The plant "scale_a_first" multiplies by
+    scale_a first."""
     regs = mma_fragment(p.qualifier, "c").registers
     per_warp = acc.reshape(acc.shape[0], p.consumers * 4, 1, 32, p.block_n // 8, regs)
     per_warp = np.moveaxis(per_warp, 3, 4)  # (blocks, warps, 1, tiles_n, 32, regs)
@@ -173,7 +177,49 @@ def scaled_epilogue(m, p: GemmParams, acc: np.ndarray, plant: str = "") -> None:
                   m.load_global("SB_gmem_load", "SB", 0, col[..., :1, :], vector=2, clip=True))
         if plant == "scale_a_first":
             scales = scales[::-1]
-    m.store_global("D_gmem_store", "D", row, col, scaled_words(m, per_warp, *scales), clip=True)
+    words = scaled_words(m, per_warp, *scales)  # (blocks, warps, 1, tiles_n, 2, 32, words)
+    if p.output != "f32":
+        row, col, words = sector_pairs(row, col, words)
+    m.store_global("D_gmem_store", "D", row, col, words, clip=True)
+
+
+def sector_pairs(row: np.ndarray, col: np.ndarray,
+                 words: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """f16/bf16 words stored by pairs of lanes (the twin: ``shfl.sync.bfly`` by 1, then
+    ``st.global.v2.b32``): of column tiles 2j and 2j + 1, lanes 2i and 2i + 1 both store tile
+    2j + (lane % 2), lane 2i's word then lane 2i + 1's, at lane 2i's column, so a row's four
+    lanes write 16 adjacent columns (32 bytes, one sector). ``row``, ``col``: (..., tiles_n,
+    2, 32); ``words`` (..., tiles_n, 2, 32, 1). Returns them per pair of tiles: (...,
+    tiles_n / 2, 2, 32) and (..., tiles_n / 2, 2, 32, 2)."""
+    lane = np.arange(32)
+    tile, first = lane % 2, lane & ~1  # the tile of the pair each lane stores, its first lane
+
+    def paired(x: np.ndarray, tiles_axis: int) -> np.ndarray:
+        x = x.reshape(*x.shape[:tiles_axis], -1, 2, *x.shape[tiles_axis + 1:])
+        return np.moveaxis(x, tiles_axis + 1, tiles_axis + 2)  # (..., j, halves, which, 32)
+
+    row, col = np.broadcast_arrays(row, col)
+    r, c = paired(row, row.ndim - 3), paired(col, col.ndim - 3)
+    w = paired(words[..., 0], words.ndim - 4)
+    return (r[..., tile, lane], c[..., tile, first],
+            np.stack([w[..., tile, first], w[..., tile, first + 1]], axis=-1))
+
+
+# Tile overrides from this size on (M and N): 128 x 192 with 5 stages (`measured_tile`).
+LARGE = 8192
+
+
+def measured_tile(M: int, N: int) -> dict[str, int]:
+    """kernel11's tile overrides for D of M x N, as measured on the H100 against
+    ``torch._scaled_mm`` (docs/kernels.md, "Half sectors"): none (128 x 128, 6 stages,
+    94-96% of ``_scaled_mm`` at 4096^3, where 128 x 192 ran 90-91%) below `LARGE`;
+    ``block_n=192, warp_n=192, stages=5`` once M and N are both at least `LARGE` (95-99% at
+    8192^3, where 128 x 128 ran 77-85%). Only those two sizes were measured: the rule for the
+    others is this threshold, not a model. Use as ``tcsim.run(kernel11, A, B, ...,
+    **measured_tile(M, N))`` or ``bench_fp8.py --variants``."""
+    if M >= LARGE and N >= LARGE:
+        return {"block_n": 192, "warp_n": 192, "stages": 5}
+    return {}
 
 
 kernel11 = Kernel(
@@ -182,9 +228,9 @@ kernel11 = Kernel(
     program, lambda p: (),
     GemmParams(block_m=128, block_n=128, block_k=128, warp_m=64, warp_n=128, warp_k=32,
                mma_k=32, stages=6, producers=1, accumulate="f32", inputs="e4m3",
-               output="bf16", promotion=PROMOTION, group_m=16,
+               output="bf16", promotion=PROMOTION, group_m=GROUP_M,
                persistent_blocks=H100_SXM_SMS),
     requires, arch="sm_90a", tensor_maps=tensor_maps, options=REGISTERS,
     launch_shape=launch_shape, takes_c=False, scaled=True, twin_schedule="gemm_fp8")
 
-__all__ = ["kernel11"]
+__all__ = ["kernel11", "measured_tile"]

@@ -1,7 +1,8 @@
 """kernel11's CUDA twin on the CPU: what its launch carries (the operands as the twin reads them,
 the scales, the constants), and that nvcc compiles every variant for sm_90a without spilling
-and without ptxas serializing or draining the wgmma pipeline, and for sm_80 (a trap). The bits
-and counters are checked on the H100 by tests/hw/test_kernel11_hw.py."""
+and without ptxas serializing or draining the wgmma pipeline, and for sm_80 (a trap); with
+cuobjdump, that the K-tile loop's SASS keeps its integer work small and uniform. The bits and
+counters are checked on the H100 by tests/hw/test_kernel11_hw.py."""
 
 import re
 import shutil
@@ -19,6 +20,7 @@ from tcsim.kernels import kernel_named
 
 kernel11 = kernel_named("kernel11")
 NVCC = shutil.which("nvcc")
+CUOBJDUMP = shutil.which("cuobjdump")
 
 
 def test_the_launch_carries_the_operands_as_the_twin_reads_them(rng):
@@ -93,7 +95,16 @@ VARIANTS = [("kernel11", {}), ("kernel11", {"inputs": "e4m3", "inputs_b": "e5m2"
             ("kernel11", {"block_n": 192, "warp_n": 192, "stages": 5, "group_m": 3}),
             # scaled.cuh's exploratory two partials (FP8_PARTIALS), with and without clusters
             ("kernel11", {"more": {"FP8_PARTIALS": 2}}),
-            ("kernel11", {"more": {"FP8_PARTIALS": 2, "CLUSTER_M": 2}, "output": "f32"})]
+            ("kernel11", {"more": {"FP8_PARTIALS": 2, "CLUSTER_M": 2}, "output": "f32"}),
+            # cuBLAS's order: wait for K tile k's stage, then retire and add up K tile k - 1's
+            ("kernel11", {"more": {"FP8_WAIT_FIRST": 1}}),
+            ("kernel11", {"more": {"FP8_WAIT_FIRST": 2}, "block_n": 192, "warp_n": 192,
+                          "stages": 5}),
+            ("kernel11", {"more": {"FP8_WAIT_FIRST": 2}, "row_scales": 1}),
+            ("kernel11", {"output": "f16", "block_n": 192, "warp_n": 192, "stages": 5}),
+            # clusters of 2 sharing B's tile, or A's (FP8_MULTICAST_A)
+            ("kernel11", {"more": {"CLUSTER_M": 2, "FP8_WAIT_FIRST": 2}}),
+            ("kernel11", {"more": {"CLUSTER_M": 2, "FP8_MULTICAST_A": 1}})]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
@@ -113,3 +124,49 @@ def test_the_plants_and_other_targets_compile(tmp_path):
     registers itself: slower, not wrong); sm_80 gets the trap."""
     compile_twin("kernel11-promotion-off-by-one", "sm_90a", tmp_path)
     compile_twin("kernel11", "sm_80", tmp_path)
+
+
+def sass(cubin) -> list[tuple[int, str]]:
+    """(address, instruction) of every SASS instruction in ``cubin`` (cuobjdump -sass)."""
+    text = subprocess.run([CUOBJDUMP, "-sass", str(cubin)], capture_output=True, text=True,
+                          check=True).stdout
+    return [(int(a, 16), op) for a, op in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]+?)\s*;", text)]
+
+
+def loops(code: list[tuple[int, str]]) -> tuple[list[str], list[str]]:
+    """The K-tile loop (from the target of the first backward branch after the first QGMMA to
+    that branch) and what follows up to the tile loop's backward branch (the epilogue and the
+    next tile's coordinates)."""
+    def back(start: int, before: int) -> tuple[int, int]:
+        for i in range(start, len(code)):
+            to = re.search(r"BRA (?:\S+, )?0x([0-9a-f]+)", code[i][1])
+            if to and int(to.group(1), 16) <= before:
+                return i, int(to.group(1), 16)
+        raise AssertionError("no backward branch")
+    first = next(i for i, (_, op) in enumerate(code) if "QGMMA" in op)
+    end, target = back(first, code[first][0])
+    start = next(i for i, (a, _) in enumerate(code) if a == target)
+    tile_end, _ = back(end + 1, target - 1)
+    return ([op for _, op in code[start:end + 1]], [op for _, op in code[end + 1:tile_end + 1]])
+
+
+@pytest.mark.skipif(NVCC is None or CUOBJDUMP is None, reason="nvcc or cuobjdump is not installed")
+@pytest.mark.parametrize("more", [{}, {"FP8_WAIT_FIRST": 1}, {"FP8_WAIT_FIRST": 2}])
+def test_the_k_tile_loop_keeps_its_integer_work_uniform(more, tmp_path):
+    """The consumer's K tile in SASS: 4 QGMMA, 64 FADD and at most 40 other instructions
+    (cuBLAS's loop: 36; the twin's first form: 69, its descriptors built in ordinary registers
+    and moved by R2UR before each QGMMA, `it % STAGES` a multiply-high by 0x2aaaaaab); the
+    epilogue's 16 bf16 stores of 8 bytes (the lanes' words swapped in pairs) predicated,
+    without a branch around each."""
+    compile_twin("kernel11", "sm_90a", tmp_path, more=more)
+    loop, epilogue = loops(sass(tmp_path / "out.cubin"))
+    kinds = [op.split()[1 if op.startswith("@") else 0].split(".")[0] for op in loop]
+    assert kinds.count("QGMMA") == 4 and kinds.count("FADD") == 64, kinds
+    others = [op for op, kind in zip(loop, kinds) if kind not in ("QGMMA", "FADD")]
+    assert len(others) <= 40, "\n".join(others)
+    assert not [op for op in others if op.startswith(("R2UR", "UIMAD.WIDE", "IMAD.WIDE"))], others
+    stores = [op for op in epilogue if "STG" in op]
+    assert len(stores) == 16 and all(op.startswith("@") and "STG.E.64" in op for op in stores), \
+        stores
+    assert sum("SHFL.BFLY" in op for op in epilogue) == 16, epilogue
+    assert not [op for op in epilogue if op.startswith("BSSY")], epilogue
