@@ -139,13 +139,11 @@ def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
              "tflops": flops / row["seconds"] / 1e12,
              "of_cublas": row["torch_seconds"] / row["seconds"], "check": row.get("check", "")}
         if "params" in row:
-            try:
-                e = _explain(log["kernel"], row, gpu)
-            except MissingRateError as error:
-                r["unpriced"] = str(error).split(" (a ")[0]
+            p = _priced(log["kernel"], row, gpu)
+            if "unpriced" in p:
+                r["unpriced"] = p["unpriced"]
             else:
-                r.update(predicted_ms=e.seconds * 1e3, error=e.seconds / row["seconds"] - 1,
-                         limiter=e.limiter)
+                r.update(predicted_ms=p["seconds"] * 1e3, error=p["error"], limiter=p["limiter"])
         out.append(r)
     for shape in {r["shape"] for r in out}:
         for acc in ("f16", "f32"):
@@ -155,9 +153,15 @@ def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
     return out
 
 
-def _explain(kernel: str, row: dict, gpu="H100-SXM"):
-    return tcsim.trace(kernel, *row["shape"], accumulate=row["accumulate"],
-                       **row["params"]).explain(gpu)
+def _priced(kernel: str, row: dict, gpu="H100-SXM") -> dict:
+    """explain's prediction for a measured row (seconds, error, limiter), or why it has none
+    (``unpriced``: an instruction without a measured rate)."""
+    try:
+        e = tcsim.trace(kernel, *row["shape"], accumulate=row["accumulate"],
+                        **row["params"]).explain(gpu)
+    except MissingRateError as error:
+        return {"unpriced": str(error).split(" (a ")[0]}
+    return {"seconds": e.seconds, "error": e.seconds / row["seconds"] - 1, "limiter": e.limiter}
 
 
 def score(paths=EVIDENCE, gpu="H100-SXM") -> list[dict]:
@@ -177,13 +181,12 @@ def score(paths=EVIDENCE, gpu="H100-SXM") -> list[dict]:
             if path in SUPERSEDED and row["params"].get("splits", 1) > 1:
                 r["skipped"] = SUPERSEDED[path]
             else:
-                try:
-                    e = _explain(log["kernel"], row, gpu)
-                except MissingRateError as error:
-                    r["skipped"] = str(error).split(" (a ")[0]
+                p = _priced(log["kernel"], row, gpu)
+                if "unpriced" in p:
+                    r["skipped"] = p["unpriced"]
                 else:
-                    r.update(predicted_us=e.seconds * 1e6, error=e.seconds / row["seconds"] - 1,
-                             limiter=e.limiter)
+                    r.update(predicted_us=p["seconds"] * 1e6, error=p["error"],
+                             limiter=p["limiter"])
             out.append(r)
     return out
 

@@ -5,12 +5,12 @@ was not written for), an operand name that is not one, C in a kernel that reads 
 `__syncthreads` that only some lanes reach."""
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 from gemm_inputs import gemm_inputs
+from repo_script import load
 
 import tcsim
 from tcsim import GemmParams, Kernel, RowMajor, SharedTile
@@ -22,11 +22,7 @@ PARAMS = GemmParams(block_m=128, block_n=128, block_k=32, warp_m=64, warp_n=64, 
 
 def example():
     """examples/own_kernel.py as a module (the guide's kernels and their pieces)."""
-    spec = importlib.util.spec_from_file_location("own_kernel_pieces",
-                                                  ROOT / "examples" / "own_kernel.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("examples/own_kernel.py", "own_kernel_pieces")
 
 
 def both(kernel, M=128, N=128, K=64, **params):

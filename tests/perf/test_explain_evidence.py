@@ -3,12 +3,12 @@ reads the logs of its EVIDENCE): the cases the fitted constants were fitted on (
 the held-out ones, f16 and f32 accumulation apart, split-K included. The logs are read here;
 nothing in them comes from tcsim."""
 
-import importlib.util
 import json
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from repo_script import load
 
 import tcsim
 from tcsim.perf import gpu
@@ -26,11 +26,7 @@ def _wide(r) -> bool:
 
 
 def _bench_sweep():
-    spec = importlib.util.spec_from_file_location("bench_sweep",
-                                                  ROOT / "benchmarks" / "bench_sweep.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return load("benchmarks/bench_sweep.py")
 
 
 @pytest.fixture(scope="module")

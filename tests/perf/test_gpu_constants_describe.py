@@ -1,28 +1,18 @@
 """bench_gpu_constants.py --describe: a run's constants into gpus.json, each with its source. A
 run of some measurements (--only wgmma_throughput) writes what it measured and nothing else."""
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
+from repo_script import load
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # its own imports (bench_cuda)
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "bench_gpu_constants", ROOT / "benchmarks" / "bench_gpu_constants.py")
-        bench = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = bench  # its dataclasses look their module up
-        spec.loader.exec_module(bench)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return bench
+    return load("benchmarks/bench_gpu_constants.py")
 
 
 def test_a_wgmma_only_run_writes_its_rates_and_leaves_every_other_entry(tmp_path):

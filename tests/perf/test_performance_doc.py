@@ -2,22 +2,18 @@
 logged H100 run, with the model as it is now: a change to the model or the constants that moves
 a prediction must update the page (python benchmarks/bench_explain.py --table LOG)."""
 
-import importlib.util
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+from repo_script import load
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench_explain():
-    spec = importlib.util.spec_from_file_location("bench_explain",
-                                                  ROOT / "benchmarks" / "bench_explain.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return load("benchmarks/bench_explain.py")
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None,

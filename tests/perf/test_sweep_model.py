@@ -2,13 +2,13 @@
 (docs/evidence/bench_sweep_kernel10.json: kernel10 in 128x256 and 64x256 tiles, f16 and f32
 accumulation, 11 shapes, one run). The log is read here; nothing in it comes from tcsim."""
 
-import importlib.util
 import json
 import re
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from repo_script import load
 
 import tcsim
 from tcsim.kernels import ProblemSizeError
@@ -20,11 +20,7 @@ LOG = ROOT / "docs" / "evidence" / "bench_sweep_kernel10.json"
 
 
 def _bench_sweep():
-    spec = importlib.util.spec_from_file_location("bench_sweep",
-                                                  ROOT / "benchmarks" / "bench_sweep.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return load("benchmarks/bench_sweep.py")
 
 
 @pytest.fixture(scope="module")
