@@ -8,7 +8,10 @@ from pathlib import Path
 import numpy as np
 from repo_script import load
 
-ROOT = Path(__file__).resolve().parents[2]
+import tcsim.perf
+
+# the GPU descriptions of the tcsim being tested (the installed wheel's too, not the tree's)
+GPUS = Path(tcsim.perf.__file__).resolve().parent / "gpus.json"
 
 
 def _bench():
@@ -18,7 +21,7 @@ def _bench():
 def test_a_wgmma_only_run_writes_its_rates_and_leaves_every_other_entry(tmp_path):
     bench = _bench()
     table = tmp_path / "gpus.json"
-    shutil.copy(ROOT / "tcsim" / "perf" / "gpus.json", table)
+    shutil.copy(GPUS, table)
     before = json.loads(table.read_text())
     rng = np.random.default_rng()
     shapes = [(n, a, acc) for n in (256, 128, 64, 192)
