@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa.fragments import mma_fragment
+from ..isa.validate import integer
 from ..isa.wgmma import wgmma_fragment
 from ..memory.descriptors import MatrixDescriptor, SwizzleMode
 from ..memory.tma import TensorMap
@@ -217,6 +218,7 @@ def measured_tile(M: int, N: int) -> dict[str, int]:
     8192^3, where 128 x 128 ran 77-85%). Only those two sizes were measured: the rule for the
     others is this threshold, not a model. Use as ``tcsim.run(kernel11, A, B, ...,
     **measured_tile(M, N))`` or ``bench_fp8.py --variants``."""
+    M, N = (integer(x, f"measured_tile: {name}", minimum=1) for x, name in ((M, "M"), (N, "N")))
     if M >= LARGE and N >= LARGE:
         return {"block_n": 192, "warp_n": 192, "stages": 5}
     return {}

@@ -265,3 +265,10 @@ def test_the_measured_tile_is_the_faster_one_in_the_logged_run():
         fastest = max(tiles, key=lambda label: speed[label])
         assert measured_tile(M, N) == tiles[fastest], (M, N, K, speed)
         kernel11.params(**measured_tile(M, N))
+
+
+@pytest.mark.parametrize("M, N, error", [(0, 4096, ValueError), (4096, -8, ValueError),
+                                         ("8192", 8192, TypeError), (8192, 8192.5, TypeError)])
+def test_the_measured_tile_refuses_what_is_no_size(M, N, error):
+    with pytest.raises(error, match="measured_tile: [MN] must be"):
+        measured_tile(M, N)
