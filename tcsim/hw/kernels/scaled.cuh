@@ -163,19 +163,6 @@ struct Fp8Step {
   }
 };
 
-// The stage a consumer or the producer is at, and its barriers' parity: K tile after K tile,
-// across block tiles, wrapping after STAGES (no divide).
-struct StageCounter {
-  int stage = 0;
-  uint32_t phase = 0;
-  __device__ __forceinline__ void next() {
-    if (++stage == STAGES) {
-      stage = 0;
-      phase ^= 1;
-    }
-  }
-};
-
 #if FP8_PARTIALS == 2
 // One K tile of the two-partial form: its steps into `part` from zero, commit; once K tile
 // k - 1's group retired (wait_group 1), add `closed`, the partial it wrote, and release its
@@ -184,7 +171,7 @@ __device__ __forceinline__ void fp8_k_tile_pipelined(float (&part)[FP8_REGS],
                                                      float (&closed)[FP8_REGS],
                                                      float (&total)[FP8_REGS],
                                                      uint64_t a0, uint64_t b0, uint32_t full,
-                                                     uint32_t empty, int k, StageCounter& at,
+                                                     uint32_t empty, int k, StageRing& at,
                                                      int& previous) {
   mbarrier_wait(full + 8 * at.stage, at.phase);
 #pragma unroll
@@ -202,7 +189,7 @@ __device__ __forceinline__ void fp8_k_tile_pipelined(float (&part)[FP8_REGS],
     if (threadIdx.x % 32 == 0) release_stage(empty + 8 * previous);
   }
   previous = at.stage;
-  at.next();
+  at.advance();
 }
 #endif
 
@@ -358,12 +345,12 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
   if (warpgroup == 0) {
     setmaxnreg_dec<PRODUCER_REGISTERS>();
     if (threadIdx.x == 0) {
-      StageCounter at;
+      StageRing at;  // hopper.cuh's stage ring
       bool refill = false;  // from the second round of stages on: wait until consumed
       for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
         int row, col;
         fp8_block_tile(t, tiles_m, tiles_n, row, col);
-        for (int k = 0; k < k_tiles; k++, at.next()) {
+        for (int k = 0; k < k_tiles; k++, at.advance()) {
           const int s = at.stage;
           refill |= at.phase;
           if (refill) mbarrier_wait(empty + 8 * s, at.phase ^ 1);
@@ -407,7 +394,7 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
   for (int i = 0; i < FP8_REGS; i++) other[i] = 0.f;
   int previous = 0;  // the stage of the K tile before
 #endif
-  StageCounter at;
+  StageRing at;  // hopper.cuh's stage ring
   for (int t = blockIdx.x / CLUSTER_M; t < tiles / CLUSTER_M; t += gridDim.x / CLUSTER_M) {
     int row, col;
     fp8_block_tile(t, tiles_m, tiles_n, row, col);
@@ -432,7 +419,7 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
     if (lane == 0) release_stage(empty + 8 * previous);  // the tile's last stage
 #elif FP8_WAIT_FIRST
     int previous = 0;  // the stage of the K tile before
-    for (int k = 0; k < k_tiles; k++, at.next()) {
+    for (int k = 0; k < k_tiles; k++, at.advance()) {
 #if FP8_WAIT_FIRST == 2  // one try while K tile k - 1's wgmma run; the blocking wait after
       const bool ready = k > 0 && mbarrier_try_wait(full + 8 * at.stage, at.phase);
 #else
@@ -461,7 +448,7 @@ __device__ __forceinline__ void gemm_fp8(const unsigned char* __restrict__ A,
     promote(total, part);
 #else
     int pending = 0;  // k32 steps summed in `part`
-    for (int k = 0; k < k_tiles; k++, at.next()) {
+    for (int k = 0; k < k_tiles; k++, at.advance()) {
       mbarrier_wait(full + 8 * at.stage, at.phase);
       Fp8Step step(a0, b0, at.stage);
       fence_partial(part);
