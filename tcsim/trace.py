@@ -27,7 +27,7 @@ from .isa.wmma.lowering import element_offsets, hmma_per_wmma, lower
 from .isa.wmma.spec import parse_wmma
 from .kernels import Kernel, kernel_named
 from .kernels.checks import check_mode
-from .kernels.hopper import TMA_LOAD, TMA_STORE, WGMMA
+from .kernels.hopper import TMA_LOAD, TMA_MULTICAST, TMA_STORE, WGMMA
 from .kernels.machine import CP_ASYNC, LD_SHARED, OFF, ST_SHARED, Machine
 from .kernels.params import GemmParams
 from .kernels.roles import run_in_turn
@@ -103,6 +103,9 @@ class Site:
     l2_sectors: int = 0  # the sectors that go on to L2: all but L1's hits
     mma: int = 0  # tensor-core instructions
     ptx: str = ""  # the PTX instruction when ptxas makes ``instruction`` of it (wmma)
+    # A cluster's multicast seen from a block it lands in but that did not issue it
+    # (`Machine.tma_received`): no instruction, no L2 read of its own; its bytes arrive.
+    received: bool = False
 
     @property
     def conflicts(self) -> int:
@@ -111,6 +114,8 @@ class Site:
     @property
     def space(self) -> str:
         inst = self.instruction
+        if self.received:
+            return "tma_received"
         if inst.startswith("cp.async.bulk"):
             return "tma_store" if ".global.shared" in inst else "tma"
         if inst.startswith("wgmma"):
@@ -126,6 +131,11 @@ class Site:
                     GMMA_WAVEFRONTS: self.wavefronts, GMMA_CONFLICTS: self.conflicts}
         if self.space == "tma":
             return {TMA_LD_INST: self.executions, TMA_LD_BYTES: self.sectors * SECTOR}
+        if self.space == "tma_received":
+            # Nsight Compute counts a multicast's bytes in every SM they reach: cuBLAS's
+            # 192x192 kernels in clusters of 2 counted exactly the bytes of unshared tiles
+            # (docs/kernels.md, "Clusters"); the L2 read is the issuer's alone
+            return {TMA_LD_BYTES: self.sectors * SECTOR}
         if self.space == "tma_store":
             return {TMA_ST_INST: self.executions, TMA_ST_BYTES: self.sectors * SECTOR}
         if self.space == "tensor":
@@ -530,8 +540,16 @@ class Tracer(Counter, Machine):
     def _stmatrix(self, site, spelling, addresses, rows, registers):
         self._count_shared(site, spelling, _row_addresses(addresses, rows))
 
-    def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
-        self._count_box(self._site(site, TMA_LOAD), tensor_map.load_sectors(rows, cols))
+    def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index,
+                  multicast=False):
+        self._count_box(self._site(site, TMA_MULTICAST if multicast else TMA_LOAD),
+                        tensor_map.load_sectors(rows, cols))
+
+    def _tma_received(self, site, operand, tensor_map, destination, rows, cols, barriers,
+                      index):
+        s = self._site(site, TMA_MULTICAST)
+        s.received = True
+        s.sectors += tensor_map.load_sectors(rows, cols) * self.times
 
     def _tma_store(self, site, operand, tensor_map, source, rows, cols):
         self._count_box(self._site(site, TMA_STORE), tensor_map.store_sectors(rows, cols))
@@ -570,12 +588,15 @@ class Tracer(Counter, Machine):
         return np.zeros(np.broadcast_shapes(np.shape(c), batch + np.shape(c)[-2:]), np.uint32)
 
 
-def _tile_kinds(size: int, tile: int, tiles: int) -> list[tuple[int, int]]:
+def _tile_kinds(size: int, tile: int, tiles: int, ranks: int = 1) -> list[tuple[int, int]]:
     """(a tile index, how many tiles it stands for) along one dimension: the tiles inside
-    count alike; a last tile that the size does not fill (a ragged TMA kernel) apart."""
+    count alike; a last tile that the size does not fill (a ragged TMA kernel) apart. Along
+    M with clusters (``ranks`` = cluster_m > 1, which divides ``tiles``), the tiles of each
+    cluster rank apart too: which of B's boxes a block copies itself depends on its rank."""
     if size % tile == 0 or tiles == 1:
-        return [(0, tiles)]
-    return [(0, tiles - 1), (tiles - 1, 1)]
+        return [(r, tiles // ranks) for r in range(ranks)]
+    inside = [(r, tiles // ranks - (r == ranks - 1)) for r in range(ranks)]
+    return [k for k in inside if k[1]] + [(tiles - 1, 1)]
 
 
 def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = False,
@@ -599,7 +620,7 @@ def trace(kernel: Kernel | str, M: int, N: int, K: int, *, exhaustive: bool = Fa
         blocks = [(r, c, 1) for r in range(tracer.grid[0]) for c in range(tracer.grid[1])]
     else:  # one block of each kind: inside, and on a ragged last row or column of tiles
         blocks = [(r, c, rn * cn)
-                  for r, rn in _tile_kinds(tracer.M, p.block_m, tracer.grid[0])
+                  for r, rn in _tile_kinds(tracer.M, p.block_m, tracer.grid[0], p.cluster_m)
                   for c, cn in _tile_kinds(tracer.N, p.block_n, tracer.grid[1])]
     label = f"tcsim.trace {kernel.name} M={tracer.M} N={tracer.N} K={tracer.K}"
     with progress(len(blocks), label) as tick:  # exhaustive traces of large problems take long

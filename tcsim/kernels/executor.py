@@ -191,7 +191,8 @@ class Executor(Machine):
         if self.phases:
             self.phases.acquire(barriers, index)
 
-    def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
+    def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index,
+                  multicast=False):
         e = tensor_map.element_bytes
         elements, inside = tensor_map.box_elements(rows, cols)  # (blocks, box rows, box cols)
         values = np.where(inside, self.memory[operand][elements], 0)
@@ -204,6 +205,11 @@ class Executor(Machine):
         if barriers.pay(index, tensor_map.box_bytes, self._who(f"site {site!r}")) \
                 and self.phases:
             self.phases.complete(barriers, index)
+
+    def _tma_received(self, site, operand, tensor_map, destination, rows, cols, barriers,
+                      index):
+        # the other block's copy of the same box (the symmetric cluster): the same bits land
+        self._tma_load(site, operand, tensor_map, destination, rows, cols, barriers, index)
 
     def _tma_store(self, site, operand, tensor_map, source, rows, cols):
         e = tensor_map.element_bytes

@@ -28,6 +28,7 @@ from .roles import Barriers, PhaseError, Role, Waiting
 
 BARRIER_BYTES = 8
 TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+TMA_MULTICAST = TMA_LOAD + ".multicast::cluster"
 TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
 WGMMA = "wgmma.mma_async.sync.aligned."
 
@@ -77,15 +78,38 @@ class HopperInstructions:
         return self._wait(barriers, index, parity)
 
     def tma_load(self, site: str, operand: str, destination: int, rows: int, cols: int,
-                 k_tile: int, barriers: Barriers, index: int) -> None:
+                 k_tile: int, barriers: Barriers, index: int, multicast: bool = False) -> None:
         """``cp.async.bulk.tensor.2d`` of the box of ``operand``'s tensor map at (rows, cols)
         of the block's tile (of A and B: of K tile ``k_tile``) to shared byte
-        ``destination``; its bytes complete on ``barriers[index]``."""
+        ``destination``; its bytes complete on ``barriers[index]``. With ``multicast``, its
+        ``.multicast::cluster`` form: read from L2 once, the box lands at ``destination`` in
+        every block of the cluster (``cluster_m``) and completes on each one's barrier; the
+        other blocks' side is theirs to state (`tma_received`)."""
+        if multicast and self.params.cluster_m == 1:
+            raise ValueError(f"{self.kernel} site {site!r}: a multicast TMA copy needs a "
+                             "cluster (cluster_m > 1)")
         tensor_map, rows, cols = self._box(site, operand, destination, rows, cols, k_tile)
         if self.checker is not None:  # bytes the copy writes, for the ladder's own checks
             self.checker.fill(tensor_map.box_offsets(destination))
         self._tma_load(site, operand, tensor_map, destination, rows, cols,
-                       barriers, self._barrier_index(barriers, index))
+                       barriers, self._barrier_index(barriers, index), bool(multicast))
+
+    def tma_received(self, site: str, operand: str, destination: int, rows: int, cols: int,
+                     k_tile: int, barriers: Barriers, index: int) -> None:
+        """The box another block of the cluster multicasts to this one: it lands at shared
+        byte ``destination`` and completes on ``barriers[index]``, but this block issues no
+        instruction and reads nothing from L2. The engines run one block at a time, so the
+        cluster is modeled symmetrically: the other block copies the same operand at the same
+        K tile and block column (B), at the same moment as this block's producer, so what
+        lands is the box at (rows, cols) of this block's tile, which this call names."""
+        if self.params.cluster_m == 1:
+            raise ValueError(f"{self.kernel} site {site!r}: a box multicast by another block "
+                             "needs a cluster (cluster_m > 1)")
+        tensor_map, rows, cols = self._box(site, operand, destination, rows, cols, k_tile)
+        if self.checker is not None:
+            self.checker.fill(tensor_map.box_offsets(destination))
+        self._tma_received(site, operand, tensor_map, destination, rows, cols,
+                           barriers, self._barrier_index(barriers, index))
 
     def tma_store(self, site: str, operand: str, source: int, rows: int, cols: int) -> None:
         """``cp.async.bulk.tensor.2d.global.shared::cta.bulk_group``: the box at shared byte
@@ -217,7 +241,11 @@ class HopperInstructions:
         raise NotImplementedError
 
     def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers,
-                  index) -> None:
+                  index, multicast=False) -> None:
+        raise NotImplementedError
+
+    def _tma_received(self, site, operand, tensor_map, destination, rows, cols, barriers,
+                      index) -> None:
         raise NotImplementedError
 
     def _tma_store(self, site, operand, tensor_map, source, rows, cols) -> None:

@@ -147,6 +147,8 @@ class Kernel:
                 out["STORE_BUFFERS"] = p.store_buffers
             if p.splits > 1:  # split-K (tcsim.kernels.split_k)
                 out["SPLITS"] = p.splits
+            if p.cluster_m > 1:  # clusters sharing B by TMA multicast (kernel7.program)
+                out["CLUSTER_M"] = p.cluster_m
         if p.fp8:  # kernel11's twin (scaled.cuh): operand types, output, scales, promotion
             out.update(A_E5M2=int(p.inputs == "e5m2"), B_E5M2=int(p.b_inputs == "e5m2"),
                        OUT_F32=int(p.output == "f32"), ROW_SCALES=p.row_scales,

@@ -93,9 +93,16 @@ def program(m, p: GemmParams, plant: str = "") -> None:
     """The schedule; ``plant`` names one of the bugs of `tcsim.kernels.planted` (the twin's
     ``PLANT_<name>`` macro makes the same change), "" for the correct kernel."""
     stages = p.stages * p.stage_bytes  # the barriers follow the stages
+    # With clusters, a stage is refilled only once every block's consumers are done with it:
+    # each consumer warp arrives on the empty barrier of every block of the cluster. The
+    # engines run one block at a time, so the cluster is modeled symmetrically: the other
+    # blocks' warps arrive when this block's do (``released``), and their multicast copies
+    # land when this block's producer issues its own (`Machine.tma_received`).
+    c = p.cluster_m
+    released = 4 * p.consumers * c
     full = m.mbarriers("full", stages, p.stages, arrivals=1)
     empty = m.mbarriers("empty", stages + BARRIER_BYTES * p.stages, p.stages,
-                        arrivals=4 * p.consumers)
+                        arrivals=released)
     tma_epilogue = TmaEpilogue(m, p, c_barriers(m, p, stages + 2 * BARRIER_BYTES * p.stages)) \
         if p.store_buffers else None
     m.sync()
@@ -105,6 +112,9 @@ def program(m, p: GemmParams, plant: str = "") -> None:
     expect = p.stage_bytes - (box_bytes if plant == "short_expect_tx" else 0)
     swizzle = SwizzleMode.B64 if plant == "descriptor_swizzle" else SWIZZLE
     early_release = plant == "early_release"
+    boxes = p.block_n // B_BOX
+    rank = m.cluster_rank  # with clusters, this block copies boxes rank * share .. + share - 1
+    share = boxes // c
     # Iteration `it` = t * n + k of a block's life uses stage it % stages in phase
     # it // stages: the pipeline runs on from one tile to the next (kernel8).
 
@@ -119,9 +129,14 @@ def program(m, p: GemmParams, plant: str = "") -> None:
                 m.arrive(full, s, expect_tx=expect)
                 with m.tile(t):
                     m.tma_load("A_tma", "A", a, 0, 0, k, full, s)
-                    for box in range(p.block_n // B_BOX):
-                        m.tma_load("B_tma", "B", a + p.a_tile_bytes + box * box_bytes,
-                                   0, box * B_BOX, k, full, s)
+                    for box in range(boxes):
+                        at = (a + p.a_tile_bytes + box * box_bytes, 0, box * B_BOX, k, full, s)
+                        if c == 1:
+                            m.tma_load("B_tma", "B", *at)
+                        elif box // share == rank:  # this block's share, to every block
+                            m.tma_load("B_tma", "B", *at, multicast=True)
+                        else:  # another block's share of the same column of B
+                            m.tma_received("B_multicast_in", "B", *at)
 
     def k_tile(t, k, acc, after_issue=None):  # one K tile of the consumers' main loop
         it = t * n + k
@@ -137,9 +152,9 @@ def program(m, p: GemmParams, plant: str = "") -> None:
             after_issue()
         m.wgmma_wait(1)  # the wgmma of iteration it - 1 no longer read its stage
         if early_release:  # (the bug) stage it, whose wgmma may still be reading
-            m.arrive(empty, s, count=4 * p.consumers)
+            m.arrive(empty, s, count=released)
         elif k > 0:  # lane 0 of each consumer warp
-            m.arrive(empty, (it - 1) % p.stages, count=4 * p.consumers)
+            m.arrive(empty, (it - 1) % p.stages, count=released)
         return acc
 
     def consumers():
@@ -158,7 +173,7 @@ def program(m, p: GemmParams, plant: str = "") -> None:
                 acc = yield from k_tile(t, k, acc)
             m.wgmma_wait(0)
             if not early_release:  # the last stage
-                m.arrive(empty, (t * n + n - 1) % p.stages, count=4 * p.consumers)
+                m.arrive(empty, (t * n + n - 1) % p.stages, count=released)
             if p.splits > 1:  # split-K: split S - 1's block adds the others' partials
                 if not split_k.arrive(m, p, t, acc):
                     continue

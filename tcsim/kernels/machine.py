@@ -134,6 +134,17 @@ class Machine(HopperInstructions, ABC):
         if self.checker is not None:
             self.checker.barrier()
 
+    @property
+    def cluster_rank(self) -> int:
+        """The blocks in flight's rank in their cluster (``%cluster_ctarank``; 0 without
+        clusters): a block's tiles lie in rows rank, rank + c, ... (`tcsim.kernels.scheduler`),
+        and the engines run the blocks of one rank together."""
+        ranks = np.unique(self.tile_rows % self.params.cluster_m)
+        if ranks.size != 1:
+            raise ValueError(f"{self.kernel}: blocks of cluster ranks {ranks.tolist()} in flight "
+                             "together; an engine runs one rank's blocks at a time")
+        return int(ranks[0])
+
     def tiles(self) -> range:
         """The tiles each block in flight computes, in turn (one, unless the kernel's blocks
         are persistent: `tcsim.kernels.scheduler`)."""

@@ -38,6 +38,7 @@ TMA_ROW_ELEMENTS = 8  # TMA's global rows are whole 16-byte units: 8 f16 or bf16
 # M / block_m) blocks, where CUDA allows at most 65,535 along y.
 MAX_SIZE = 2**31 - 1
 MAX_GRID_Y = 65535
+CLUSTER_SIZES = (1, 2)  # cluster_m: blocks a cluster (the twin's CLUSTER_M)
 ZERO_ALLOWED = ("stages", "producers", "group_m", "persistent_blocks", "staged_epilogue",
                 "store_buffers", "promotion", "row_scales")
 STAGING_ROW_BYTES = 128  # a staged epilogue's row: 64 f16 columns
@@ -102,6 +103,11 @@ class GemmParams:
     # others' f32 partials to its own in range order. With s > 1 ``persistent_blocks`` does
     # not apply.
     splits: int = 1
+    # Thread-block clusters (kernel8 .. kernel10): c > 1 launches the persistent blocks in
+    # clusters of c that compute c vertically adjacent tiles of one block column at a time;
+    # each block copies 1 / c of B's 64-column boxes and multicasts them to every block of the
+    # cluster (`tcsim.kernels.kernel7`). 1: no clusters.
+    cluster_m: int = 1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -174,6 +180,7 @@ class GemmParams:
         self._require(self.splits == 1 or self.accumulate == "f32",
                       f"splits={self.splits} (split-K) sums f32 partials: it needs "
                       f"accumulate='f32', got {self.accumulate!r}")
+        self._check_cluster()
         copied_by_threads = self.stages and not self.producers  # TMA copies whole tiles
         for name, rows, cols in (("A", self.block_m, self.block_k),
                                  ("B", self.block_k, self.block_n))[:2 if copied_by_threads else 0]:
@@ -183,6 +190,30 @@ class GemmParams:
                           f"equal number per thread ({self.threads} threads)")
         self._require(self.shared_bytes <= SM90_BLOCK_LIMIT,
                       f"{self.shared_bytes} bytes of shared memory exceed {SM90_BLOCK_LIMIT}")
+
+    def _check_cluster(self) -> None:
+        """What clusters ask (the twin's CLUSTER_M): persistent TMA blocks in pairs that split
+        B's boxes between them, one tile each per turn, on the whole K range."""
+        c = self.cluster_m
+        if c == 1:
+            return
+        self._require(c in CLUSTER_SIZES, f"cluster_m must be 1 or 2 (blocks a cluster), got {c}")
+        self._require(self.producers and not self.fp8,
+                      f"cluster_m={c} runs on the warp-specialized f16/bf16 rungs (kernel8 .. "
+                      f"kernel10: producers=1), got producers={self.producers}, "
+                      f"inputs={self.inputs!r}")
+        self._require(self.persistent_blocks > 0 and self.persistent_blocks % c == 0,
+                      f"cluster_m={c} needs persistent blocks (kernel8 and later) in whole "
+                      f"clusters: persistent_blocks a positive multiple of {c}, got "
+                      f"persistent_blocks={self.persistent_blocks}")
+        boxes = self.block_n // 64
+        self._require(self.block_n % 64 == 0 and boxes % c == 0,
+                      f"cluster_m={c}: each block multicasts {c}-th of B's 64-column boxes, so "
+                      f"block_n / 64 must be a multiple of {c}, got block_n={self.block_n} "
+                      f"({self.block_n / 64:g} boxes)")
+        self._require(self.splits == 1,
+                      f"cluster_m={c} and split-K (splits={self.splits}) do not go together: a "
+                      "cluster's blocks share B's tiles over the whole K range")
 
     def _check_fp8(self) -> None:
         """What fp8 inputs ask (kernel11): the scaled GEMM that torch._scaled_mm runs."""
@@ -373,6 +404,12 @@ class GemmParams:
             raise ProblemSizeError(
                 f"{kernel}: splits={self.splits} exceeds K's {tile_count(K, self.block_k)} K "
                 f"tiles (K={K}, block_k={self.block_k}): every split takes at least one K tile")
+        if tile_count(M, self.block_m) % self.cluster_m:
+            raise ProblemSizeError(
+                f"{kernel}: M={M} gives {tile_count(M, self.block_m)} tiles along M "
+                f"(block_m={self.block_m}), not a multiple of cluster_m={self.cluster_m}: a "
+                f"cluster's {self.cluster_m} blocks compute {self.cluster_m} tiles of one "
+                "block column together (use cluster_m=1, or another M or block_m)")
         if self.ragged:
             # A is M x K and B, C, D are . x N, row-major: TMA needs each row's pitch in whole
             # 16-byte units (cuTensorMapEncodeTiled); M is free.

@@ -23,16 +23,26 @@ from .params import GemmParams, tile_count
 def tile_order(p: GemmParams, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols): the tile indices along M and N of the t-th tile handed out, t = 0 ..
     tiles - 1. ``group_m`` 0: N fastest. g > 0: groups of g block rows (the last group may be
-    shorter), each walked column by column, M fastest inside a column."""
-    tiles_m, tiles_n = tile_count(M, p.block_m), tile_count(N, p.block_n)
+    shorter), each walked column by column, M fastest inside a column.
+
+    With clusters (``cluster_m`` c > 1) the order is one of c-tall tiles, (row, col) walked as
+    above over tiles_m / c rows, and the c tiles of each, rows c row .. c row + c - 1, follow
+    one another: block b, cluster rank b % c, computes tiles b, b + blocks, ... as ever, each
+    in row c R + b % c (the twin's ``block_tile``)."""
+    c = p.cluster_m
+    tiles_m, tiles_n = tile_count(M, p.block_m) // c, tile_count(N, p.block_n)
     t = np.arange(tiles_m * tiles_n)
     if not p.group_m:
-        return t // tiles_n, t % tiles_n
-    per_group = p.group_m * tiles_n
-    first = t // per_group * p.group_m
-    rows_in_group = np.minimum(p.group_m, tiles_m - first)
-    within = t % per_group
-    return first + within % rows_in_group, within // rows_in_group
+        rows, cols = t // tiles_n, t % tiles_n
+    else:
+        per_group = p.group_m * tiles_n
+        first = t // per_group * p.group_m
+        rows_in_group = np.minimum(p.group_m, tiles_m - first)
+        within = t % per_group
+        rows, cols = first + within % rows_in_group, within // rows_in_group
+    if c == 1:
+        return rows, cols
+    return (rows[:, None] * c + np.arange(c)).reshape(-1), np.repeat(cols, c)
 
 
 def blocks_launched(p: GemmParams, M: int, N: int) -> int:
@@ -50,8 +60,10 @@ def block_units(p: GemmParams, M: int, N: int) -> list[tuple[int, np.ndarray, np
     is blocks s * tiles ...): the order in which a simulator runs them, so that split
     ``splits - 1``, which reduces, finds the others' partials written
     (`tcsim.kernels.split_k`)."""
-    if p.splits == 1:
-        return [(0, rows, cols) for rows, cols in block_tiles(p, M, N)]
+    if p.splits == 1:  # with clusters, the blocks of each rank apart (`Machine.cluster_rank`)
+        c = p.cluster_m
+        return [(0, rows[rank::c], cols[rank::c]) for rows, cols in block_tiles(p, M, N)
+                for rank in range(c) if rows[rank::c].size]
     rows, cols = tile_order(p, M, N)
     return [(s, rows[:, None], cols[:, None]) for s in range(p.splits)]
 

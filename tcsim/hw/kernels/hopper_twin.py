@@ -152,7 +152,11 @@ class HopperRecorder:
 
     # ---- TMA -------------------------------------------------------------------------------
 
-    def tma_load(self, site, operand, destination, rows, cols, k_tile, barriers, index):
+    def tma_load(self, site, operand, destination, rows, cols, k_tile, barriers, index,
+                 multicast=False):
+        if multicast:
+            raise self._refuse(site, "a multicast TMA copy (clusters are hopper.cuh's, "
+                                     "cluster_m; a generated twin launches no clusters)")
         try:
             self._tma_at = (int(rows), int(cols), int(k_tile) if operand in ("A", "B") else 0)
         except TypeError:
@@ -160,7 +164,13 @@ class HopperRecorder:
                                      "coordinate") from None
         super().tma_load(site, operand, destination, rows, cols, k_tile, barriers, index)
 
-    def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index):
+    def tma_received(self, site, operand, destination, rows, cols, k_tile, barriers, index):
+        raise self._refuse(site, "a box multicast by another block of a cluster (clusters "
+                                 "are hopper.cuh's, cluster_m; a generated twin launches "
+                                 "no clusters)")
+
+    def _tma_load(self, site, operand, tensor_map, destination, rows, cols, barriers, index,
+                  multicast=False):
         if self.role is None:
             raise self._refuse(site, "a TMA copy outside a role (the twin issues TMA copies "
                                      "from a producer role of one thread)")
