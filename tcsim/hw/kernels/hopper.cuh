@@ -72,13 +72,17 @@ typedef uint32_t acc_t;  // f16x2
 #define PLANT_NO_FENCE 0
 #endif
 
-// Thread-block clusters (exploratory): CLUSTER_M blocks computing vertically adjacent tiles
-// share B's tile. Each block copies 1 / CLUSTER_M of B's boxes and multicasts them to every
-// block of the cluster; a stage is refilled only once the consumers of every block released it.
+// Thread-block clusters (GemmParams.cluster_m; kernel7.program mirrors them): CLUSTER_M
+// persistent blocks computing vertically adjacent tiles of one block column share B's tile.
+// Each block copies 1 / CLUSTER_M of B's boxes and multicasts them to every block of the
+// cluster; a stage is refilled only once the consumers of every block released it. The host
+// refuses what this code would get wrong (tcsim.kernels.params): B_BOXES not a multiple of
+// CLUSTER_M (boxes dropped), tiles along M not a multiple of it (tiles dropped), a grid that
+// is not whole clusters, split-K.
 #ifndef CLUSTER_M
 #define CLUSTER_M 1
 #endif
-#ifndef CLUSTER_SHARE_B  // 0: clusters without multicast (each block copies all of B)
+#ifndef CLUSTER_SHARE_B  // exploratory, not modeled: 0 copies all of B in each block
 #define CLUSTER_SHARE_B 1
 #endif
 #if CLUSTER_M > 1
@@ -765,8 +769,8 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
           const int first = cluster_rank() * (B_BOXES / CLUSTER_M);
 #pragma unroll
           for (int box = first; box < first + B_BOXES / CLUSTER_M; box++)
-            tma_load_2d_multicast(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64, k * BK,
-                                  full + 8 * s, (1 << CLUSTER_M) - 1);
+            tma_load_2d_multicast(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64,
+                                  (k_first + k) * BK, full + 8 * s, (1 << CLUSTER_M) - 1);
 #else
 #pragma unroll
           for (int box = 0; box < B_BOXES; box++)
