@@ -255,11 +255,13 @@ def test_ragged_and_bf16_traces_match_nsight_compute(rng):
     compare_counters(cases, rng)
 
 
-def compare_counters(cases, rng) -> None:
+def compare_counters(cases, rng, bounded: dict | None = None) -> None:
     """Every case (kernel, (M, N, K), accumulate, params, beta: None for gemm_inputs' own)
     once under Nsight Compute; every metric of `METRICS` and `HOPPER_METRICS` equal to the
-    trace's (the contended ones as `CONTENDED` says), and what the addresses need as ncu's
+    trace's (the contended ones as `CONTENDED` says; those of ``bounded``, metric -> (low,
+    high), with ncu / trace within those bounds), and what the addresses need as ncu's
     SASS-derived counters count it (`ADDRESSED`) equal to it too."""
+    bounded = bounded or {}
     launches = []
     for name, (M, N, K), acc, params, beta0 in cases:
         A, B, C, alpha, beta = typed_inputs(rng, M, N, K, params.get("inputs", "f16"),
@@ -289,6 +291,12 @@ def compare_counters(cases, rng) -> None:
         for metric, value in expected.items():
             trace = predicted.get(metric, 0)
             if staged and metric in CONTENDED and trace <= value <= (1 + MAX_CONTENTION) * trace:
+                continue
+            if metric in bounded:
+                low, high = bounded[metric]
+                if not low * trace <= value <= high * trace:
+                    bad.append(f"{label} {metric}: ncu {value:,.0f} not within {low} .. {high} "
+                               f"x the trace's {trace:,}")
                 continue
             if metric not in OBSERVED and trace != value:
                 bad.append(f"{label} {metric}"
