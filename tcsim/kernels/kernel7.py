@@ -113,8 +113,7 @@ def program(m, p: GemmParams, plant: str = "") -> None:
     swizzle = SwizzleMode.B64 if plant == "descriptor_swizzle" else SWIZZLE
     early_release = plant == "early_release"
     boxes = p.block_n // B_BOX
-    rank = m.cluster_rank  # with clusters, this block copies boxes rank * share .. + share - 1
-    share = boxes // c
+    rank = m.cluster_rank  # with clusters, this block copies boxes rank, rank + c, ...
     # Iteration `it` = t * n + k of a block's life uses stage it % stages in phase
     # it // stages: the pipeline runs on from one tile to the next (kernel8).
 
@@ -133,7 +132,7 @@ def program(m, p: GemmParams, plant: str = "") -> None:
                         at = (a + p.a_tile_bytes + box * box_bytes, 0, box * B_BOX, k, full, s)
                         if c == 1:
                             m.tma_load("B_tma", "B", *at)
-                        elif box // share == rank:  # this block's share, to every block
+                        elif box % c == rank:  # this block's share, to every block
                             m.tma_load("B_tma", "B", *at, multicast=True)
                         else:  # another block's share of the same column of B
                             m.tma_received("B_multicast_in", "B", *at)

@@ -206,11 +206,10 @@ class GemmParams:
                       f"cluster_m={c} needs persistent blocks (kernel8 and later) in whole "
                       f"clusters: persistent_blocks a positive multiple of {c}, got "
                       f"persistent_blocks={self.persistent_blocks}")
-        boxes = self.block_n // 64
-        self._require(self.block_n % 64 == 0 and boxes % c == 0,
-                      f"cluster_m={c}: each block multicasts {c}-th of B's 64-column boxes, so "
-                      f"block_n / 64 must be a multiple of {c}, got block_n={self.block_n} "
-                      f"({self.block_n / 64:g} boxes)")
+        self._require(self.block_n % 64 == 0,
+                      f"cluster_m={c}: the blocks share B's 64-column boxes (rank r multicasts "
+                      f"boxes r, r + {c}, ...), so block_n must be a multiple of 64, got "
+                      f"block_n={self.block_n}")
         self._require(self.splits == 1,
                       f"cluster_m={c} and split-K (splits={self.splits}) do not go together: a "
                       "cluster's blocks share B's tiles over the whole K range")

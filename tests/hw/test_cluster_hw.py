@@ -42,6 +42,25 @@ def test_cluster_twin_matches_run_bit_for_bit(name, accumulate, rng):
         assert differ == 0, f"{name} {options} {M}x{N}x{K}: {differ} of {M * N} differ"
 
 
+WIDE = {"block_m": 192, "block_n": 192, "warp_n": 192, "stages": 3}  # three boxes of B
+
+
+@pytest.mark.parametrize("tile, accumulate", [(WIDE, "f32"), (WIDE, "f16"),
+                                              ({"block_n": 64, "warp_n": 64}, "f32")])
+def test_round_robin_boxes_match_run_bit_for_bit(tile, accumulate, rng):
+    """B's boxes go round robin (rank 0 copies two of 192 columns' three, rank 1 one; of 64
+    columns' one box, rank 1 none): the twin's D equals tcsim.run's."""
+    for M, N, K in ((700, 600, 520), (1000, 776, 1000)):
+        options = {"accumulate": accumulate, "cluster_m": 2, "persistent_blocks": 4, **tile}
+        A, B, C, alpha, beta = typed_inputs(rng, M, N, K)
+        sim = tcsim.run("kernel10", A, B, C, alpha, beta, **options).view(np.uint16)
+        got = hw.run("kernel10", A, B, C, alpha, beta, **options).view(np.uint16)
+        differ = int((sim != got).sum())
+        log_hw({"test": "cluster_round_robin", "shape": [M, N, K], **options, "differ": differ,
+                "elements": M * N, "device": runtime.device_name()})
+        assert differ == 0, f"{options} {M}x{N}x{K}: {differ} of {M * N} differ"
+
+
 @pytest.mark.parametrize("beta0", [None, 0.0])
 def test_cluster_twin_in_bf16_and_with_beta_zero(beta0, rng):
     M, N, K = 1000, 776, 1000
@@ -66,6 +85,8 @@ def test_cluster_traces_match_nsight_compute(rng):
               beta0)
              for name in ("kernel8", "kernel10") for tile in ({}, {"block_n": 128, "warp_n": 128})
              for acc, beta0 in (("f32", None), ("f16", 0.0))]
+    cases.append(("kernel10", (768, 768, 512), "f32", {"cluster_m": 2, "persistent_blocks": 4,
+                                                       **WIDE}, None))
     compare_counters(cases, rng)
 
 

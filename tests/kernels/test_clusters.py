@@ -17,7 +17,7 @@ import tcsim
 from tcsim.kernels import ProblemSizeError, kernel_named
 from tcsim.kernels.planted import PLANTED
 from tcsim.kernels.scheduler import block_tiles
-from tcsim.trace import TMA_LD_BYTES, TMA_LD_INST
+from tcsim.trace import TMA_LD_BYTES, TMA_LD_INST, Tracer
 
 CLUSTER = {"cluster_m": 2, "persistent_blocks": 4}
 
@@ -25,8 +25,6 @@ CLUSTER = {"cluster_m": 2, "persistent_blocks": 4}
 @pytest.mark.parametrize("name, params, match", [
     ("kernel7", {"cluster_m": 2}, "needs persistent blocks"),
     ("kernel10", {"cluster_m": 2, "persistent_blocks": 5}, "multiple of 2"),
-    ("kernel10", {"cluster_m": 2, "block_n": 192, "warp_n": 192}, r"block_n / 64 must be"),
-    ("kernel10", {"cluster_m": 2, "block_n": 64, "warp_n": 64}, r"block_n / 64 must be"),
     ("kernel10", {"cluster_m": 2, "splits": 2, "accumulate": "f32"}, "split-K"),
     ("kernel10", {"cluster_m": 3}, "cluster_m must be 1 or 2"),
     ("kernel10", {"cluster_m": 0}, "cluster_m"),
@@ -104,6 +102,44 @@ def test_trace_halves_bs_reads_from_l2_and_keeps_what_arrives(name):
     for key in ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum",
                 "smsp__inst_executed_pipe_tensor_op_gmma.sum"):
         assert one.totals[key] == two.totals[key]
+
+
+@pytest.mark.parametrize("tile, boxes", [
+    ({"block_m": 192, "block_n": 192, "warp_n": 192, "stages": 3}, 3),
+    ({"block_n": 64, "warp_n": 64}, 1)])
+def test_odd_box_counts_go_round_robin(tile, boxes):
+    """B's boxes go round robin, box b to rank b % 2: of 192 columns' three boxes rank 0
+    copies two and rank 1 one; of 64 columns' one, rank 0 copies it and rank 1 none. Either
+    way each column's boxes are read from L2 once per pair and arrive in both blocks.
+    768 x 768 x 512: 8 K tiles, A's box block_m x 64, B's boxes 64 x 64 (8 KiB)."""
+    M, N, K = 768, 768, 512
+    bm, bn = tile.get("block_m", 128), tile["block_n"]
+    tiles_m, tiles_n, k_tiles = M // bm, N // bn, K // 64
+    a_box = bm * 64 * 2
+    t = tcsim.trace("kernel10", M, N, K, accumulate="f32", persistent_blocks=4, cluster_m=2,
+                    **tile)
+    pairs = tiles_m // 2 * tiles_n * k_tiles  # (pair of tiles, K tile)
+    assert t.totals[TMA_LD_INST] == tiles_m * tiles_n * k_tiles + pairs * boxes
+    assert t.totals[TMA_LD_BYTES] == tiles_m * tiles_n * k_tiles * (a_box + boxes * 8192)
+    assert t.sites["B_tma"].sectors * 32 == pairs * boxes * 8192
+    assert t.sites["B_multicast_in"].sectors * 32 == pairs * boxes * 8192
+    kernel = kernel_named("kernel10")
+    p = kernel.params(accumulate="f32", persistent_blocks=4, cluster_m=2, **tile)
+    for rank, mine in ((0, -(-boxes // 2)), (1, boxes // 2)):  # one block of each rank
+        tracer = Tracer("kernel10", p, M, N, K, exhaustive=True, checks="off",
+                        shared_bytes=kernel.shared_bytes(p))
+        tracer.begin_blocks(np.array([rank]), np.array([0]))
+        kernel.issue(tracer)
+        sites = {name: s.sectors * 32 for name, s in tracer.sites.items()}
+        assert sites.get("B_tma", 0) == mine * k_tiles * 8192  # rank 1 of 64 columns: none
+        assert sites.get("B_multicast_in", 0) == (boxes - mine) * k_tiles * 8192
+    rng = np.random.default_rng()
+    A = rng.integers(-3, 4, (M, K)).astype(np.float16)
+    B = rng.integers(-3, 4, (K, N)).astype(np.float16)
+    assert A.any() and B.any()
+    want = (A.astype(np.int64) @ B.astype(np.int64)).astype(np.float16)
+    got = tcsim.run("kernel10", A, B, accumulate="f32", persistent_blocks=4, cluster_m=2, **tile)
+    assert np.array_equal(got.view(np.uint16), want.view(np.uint16))
 
 
 def test_ragged_trace_splits_each_column_between_the_ranks():

@@ -74,11 +74,11 @@ typedef uint32_t acc_t;  // f16x2
 
 // Thread-block clusters (GemmParams.cluster_m; kernel7.program mirrors them): CLUSTER_M
 // persistent blocks computing vertically adjacent tiles of one block column share B's tile.
-// Each block copies 1 / CLUSTER_M of B's boxes and multicasts them to every block of the
-// cluster; a stage is refilled only once the consumers of every block released it. The host
-// refuses what this code would get wrong (tcsim.kernels.params): B_BOXES not a multiple of
-// CLUSTER_M (boxes dropped), tiles along M not a multiple of it (tiles dropped), a grid that
-// is not whole clusters, split-K.
+// Block rank r copies B's boxes r, r + CLUSTER_M, ... (round robin: 192 columns' three boxes
+// go two to rank 0, one to rank 1) and multicasts them to every block of the cluster; a stage
+// is refilled only once the consumers of every block released it. The host refuses what this
+// code would get wrong (tcsim.kernels.params): tiles along M not a multiple of CLUSTER_M
+// (tiles dropped), a grid that is not whole clusters, split-K.
 #ifndef CLUSTER_M
 #define CLUSTER_M 1
 #endif
@@ -766,11 +766,12 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
                                     STAGE_BYTES - PLANT_SHORT_EXPECT_TX * B_BOX_BYTES);
           tma_load_2d(a, tensor_a, (k_first + k) * BK, row * BM, full + 8 * s);
 #if CLUSTER_M > 1 && CLUSTER_SHARE_B
-          const int first = cluster_rank() * (B_BOXES / CLUSTER_M);
+          const int rank = cluster_rank();  // this block's boxes, to every block
 #pragma unroll
-          for (int box = first; box < first + B_BOXES / CLUSTER_M; box++)
-            tma_load_2d_multicast(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64,
-                                  (k_first + k) * BK, full + 8 * s, (1 << CLUSTER_M) - 1);
+          for (int box = 0; box < B_BOXES; box++)
+            if (box % CLUSTER_M == rank)
+              tma_load_2d_multicast(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64,
+                                    (k_first + k) * BK, full + 8 * s, (1 << CLUSTER_M) - 1);
 #else
 #pragma unroll
           for (int box = 0; box < B_BOXES; box++)
