@@ -24,7 +24,9 @@ from .model import Explanation
 # wgmma m64n256k16 on 128 x 256 tiles, two consumer warpgroups (the kernels' default), or on
 # 64 x 256 tiles with one, which makes twice the tiles: more SMs busy on small and skinny
 # problems, more L2 traffic per flop on large ones.
-WGMMA_TILES = {"128x256": {}, "64x256": {"block_m": 64}}
+# 64 x 256 runs 5 stages, the most that fit beside one consumer's epilogue buffers (4 for
+# 128 x 256); the deeper ring pays on the long-K skinny shapes its tiles are for.
+WGMMA_TILES = {"128x256": {}, "64x256": {"block_m": 64, "stages": 5}}
 # Narrower wgmma (m64n192k16, m64n128k16, m64n64k16): more tiles again, for problems whose
 # 256-wide tiles leave SMs idle or a last wave mostly empty (1024^3 makes 32 tiles of 128 x 256
 # for 132 SMs; 3072^3 makes 144, 384 of 128 x 192). Each consumer owns its tile's whole width.

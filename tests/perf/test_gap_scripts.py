@@ -9,7 +9,7 @@ import pytest
 from repo_script import load
 
 import tcsim
-from tcsim.perf.choose import NARROW_TILES
+from tcsim.perf.choose import NARROW_TILES, WGMMA_TILES
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES_LOG = ROOT / "docs" / "evidence" / "bench_sweep_kernel10_stages_clusters.json"
@@ -23,7 +23,7 @@ def test_a_variant_takes_parameter_overrides_and_exploratory_defines():
     _, overrides, defines = variant("128x256 +CLUSTER_M=2")
     assert overrides == {} and defines == {"CLUSTER_M": 2}
     _, overrides, _ = variant("64x256 split 2")
-    assert overrides == {"block_m": 64, "splits": 2}
+    assert overrides == {**tcsim.perf.TILE_VARIANTS["kernel10"]["64x256"], "splits": 2}
 
 
 @pytest.mark.parametrize("spec", ["96x96", "64x128 +stages=eight", "64x128 +stages"])
@@ -56,10 +56,10 @@ def test_ncu_gap_gives_every_cublas_kernel_to_its_shape_and_each_variant_one_lau
     assert rows[2]["gpu__time_duration.sum"] == 1200.0
 
 
-@pytest.mark.parametrize("label", ["128x128", "64x128", "128x64"])
+@pytest.mark.parametrize("label", ["128x128", "64x128", "128x64", "64x256"])
 def test_narrow_tiles_run_the_deepest_ring_that_fits(label):
     kernel = tcsim.kernels.kernel_named("kernel10")
-    tile = NARROW_TILES[label]
+    tile = {**NARROW_TILES, **WGMMA_TILES}[label]
     kernel.params(accumulate="f32", **tile)
     with pytest.raises(ValueError, match="shared memory"):
         kernel.params(accumulate="f32", **{**tile, "stages": tile["stages"] + 1})
