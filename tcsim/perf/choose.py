@@ -36,7 +36,11 @@ WGMMA_TILES = {"128x256": {}, "64x256": {"block_m": 64, "stages": 5}}
 NARROW_TILES = {"128x192": {"block_n": 192, "warp_n": 192},
                 "128x128": {"block_n": 128, "warp_n": 128, "stages": 6},
                 "64x128": {"block_m": 64, "block_n": 128, "warp_n": 128, "stages": 8},
-                "128x64": {"block_n": 64, "warp_n": 64, "stages": 8}}
+                "128x64": {"block_n": 64, "warp_n": 64, "stages": 8},
+                # three consumers, 3 stages (cuBLAS's tile at 3072^3 and 3000^3): the fewest
+                # operand bytes per flop, which pays where rows are not 128-byte aligned and
+                # L2 serves TMA in more, smaller requests (3000^3: 413 -> 498 TFLOP/s)
+                "192x192": {"block_m": 192, "block_n": 192, "warp_n": 192, "stages": 3}}
 # kernel10 also splits K (`tcsim.kernels.split_k`): S times the blocks, each over 1/S of K,
 # for f32 accumulators; the model charges the partials' trip through L2 and the reducer's
 # wait for them. With f16 accumulators these candidates are set aside (`Choice.set_aside`).

@@ -56,7 +56,7 @@ def test_ncu_gap_gives_every_cublas_kernel_to_its_shape_and_each_variant_one_lau
     assert rows[2]["gpu__time_duration.sum"] == 1200.0
 
 
-@pytest.mark.parametrize("label", ["128x128", "64x128", "128x64", "64x256"])
+@pytest.mark.parametrize("label", ["128x128", "64x128", "128x64", "64x256", "192x192"])
 def test_narrow_tiles_run_the_deepest_ring_that_fits(label):
     kernel = tcsim.kernels.kernel_named("kernel10")
     tile = {**NARROW_TILES, **WGMMA_TILES}[label]
