@@ -244,6 +244,10 @@ def test_trace_matches_nsight_compute(rng):
     cases += [(name, (768, 384, 640), "f32", {"block_n": n, "warp_n": n, "group_m": 2,
                                               "persistent_blocks": 5}, None)
               for name in ("kernel8", "kernel9", "kernel10") for n in (64, 192)]
+    # three consumers (192-row tiles, 3 stages) and the narrow tiles' deeper rings
+    cases += [(name, (768, 384, 640), "f32", {**TILE_VARIANTS[name][label], "group_m": 2,
+                                              "persistent_blocks": 5}, None)
+              for name in ("kernel9", "kernel10") for label in ("192x192", "64x128")]
     # beta 0: kernel10 reads no C (beta None: gemm_inputs' random beta)
     cases += [("kernel10", (512, 1024, 1024), "f32", {}, 0.0),
               ("kernel10", (768, 384, 640), "f32", {"block_n": 192, "warp_n": 192,
