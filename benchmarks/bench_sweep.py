@@ -30,6 +30,7 @@ import argparse
 import json
 import subprocess
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -88,9 +89,7 @@ def measure(path: str, shapes, runs: int, accumulate: list[str],
         sets, D, references = bench_gpu.references(M, N, K, rng, dtype)
         contenders = {("torch", "f32"): references["torch", "f32"]}
         params = {}
-        for label, overrides in VARIANTS.items():
-            if variants and label not in variants:
-                continue
+        for label, overrides, defines in map(variant, variants or VARIANTS):
             for acc in accumulate:
                 if overrides.get("splits", 1) > 1 and acc != "f32":
                     continue  # split-K sums f32 partials (tcsim.kernels.split_k)
@@ -99,9 +98,10 @@ def measure(path: str, shapes, runs: int, accumulate: list[str],
                 p = kernel.params(accumulate=acc, inputs=dtype, output=dtype, **overrides)
                 if p.splits > -(-K // p.block_k):  # ragged shapes run; surplus splits do not
                     continue
-                params[label, acc] = p
-                contenders[label, acc] = partial(bench_gpu._kernel, [launcher(device_launch(
-                    kernel, p, *s, D)) for s in sets])
+                params[label, acc] = p, overrides, defines
+                launches = [device_launch(kernel, p, *s, D) for s in sets]
+                launches = [replace(x, defines={**x.defines, **defines}) for x in launches]
+                contenders[label, acc] = partial(bench_gpu._kernel, [launcher(x) for x in launches])
         seconds = bench_gpu.interleaved_medians(contenders, runs)
         host = [cupy.asnumpy(x) for x in sets[0]]
         for (label, acc), t in seconds.items():
@@ -110,11 +110,13 @@ def measure(path: str, shapes, runs: int, accumulate: list[str],
             if dtype != "f16":
                 row["inputs"] = dtype
             if (label, acc) in params:
-                p = params[label, acc]
+                p, overrides, defines = params[label, acc]
                 contenders[label, acc](0)
                 row["check"] = bench_gpu._check_block(kernel, p, host, cupy.asnumpy(D), rng)
-                row["params"] = {**VARIANTS[label], **(  # what trace needs to explain it
+                row["params"] = {**overrides, **(  # what trace needs to explain it
                     {"inputs": dtype, "output": dtype} if dtype != "f16" else {})}
+                if defines:
+                    row["defines"] = defines
             rows.append(row)
             print(f"{M}x{N}x{K} {dtype} {label} {acc}: {2 * M * N * K / t / 1e12:.0f} TFLOP/s "
                   f"{row.get('check', '')}", flush=True)
@@ -124,6 +126,23 @@ def measure(path: str, shapes, runs: int, accumulate: list[str],
     with open(path, "w") as f:
         json.dump({"gpu": smi.strip(), "date": time.strftime("%Y-%m-%d"), "runs": runs,
                    "kernel": KERNEL, "rows": rows}, f, indent=1)
+
+
+def variant(spec: str) -> tuple[str, dict, dict]:
+    """A variant to measure: a label of `VARIANTS`, optionally followed by ``+key=value``
+    overrides of its parameters (``64x128 +stages=8``) or of the twin's exploratory
+    compile-time defines, in capitals (``128x128 +CLUSTER_M=2``, not modeled: explain leaves
+    such rows unpriced). Returns the spec, its parameter overrides and its defines."""
+    label, *extras = spec.split(" +")
+    if label not in VARIANTS:
+        raise SystemExit(f"unknown variant {label!r} in {spec!r}; labels: {', '.join(VARIANTS)}")
+    overrides, defines = dict(VARIANTS[label]), {}
+    for extra in extras:
+        key, _, value = extra.partition("=")
+        if not value.strip().lstrip("-").isdigit():
+            raise SystemExit(f"{spec!r}: +{extra} is not key=integer")
+        (defines if key.isupper() else overrides)[key.strip()] = int(value)
+    return spec, overrides, defines
 
 
 def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
@@ -156,6 +175,8 @@ def table(path: str, gpu: str = "H100-SXM") -> list[dict]:
 def _priced(kernel: str, row: dict, gpu="H100-SXM") -> dict:
     """explain's prediction for a measured row (seconds, error, limiter), or why it has none
     (``unpriced``: an instruction without a measured rate)."""
+    if "defines" in row:
+        return {"unpriced": f"exploratory defines {row['defines']} (not modeled)"}
     try:
         e = tcsim.trace(kernel, *row["shape"], accumulate=row["accumulate"],
                         **row["params"]).explain(gpu)
@@ -316,7 +337,8 @@ def main() -> None:
     p.add_argument("--inputs", nargs="*", default=["f16"], choices=["f16", "bf16"],
                    help="input types (bf16: f32 accumulators, bf16 out; torch.matmul in bf16)")
     p.add_argument("--variants", nargs="*", default=None,
-                   help="labels of VARIANTS to measure (default: all), e.g. '64x256 split 2'")
+                   help="labels of VARIANTS to measure (default: all), e.g. '64x256 split 2', "
+                        "with +key=value overrides: '64x128 +stages=8' (see variant())")
     args = p.parse_args()
     if args.measure:
         shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes \

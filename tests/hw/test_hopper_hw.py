@@ -18,6 +18,7 @@ from tcsim.hw import runtime
 from tcsim.hw.kernels import twin_launch
 from tcsim.hw.ncu import profile
 from tcsim.kernels import HOPPER_KERNELS
+from tcsim.perf import TILE_VARIANTS
 from tcsim.trace import HOPPER_METRICS, METRICS
 
 pytestmark = [pytest.mark.hw, pytest.mark.usefixtures("sm90a")]
@@ -107,6 +108,27 @@ def test_persistent_blocks_match_the_cuda_twin(name, persistent, group, shape, r
             "persistent_blocks": persistent, "group_m": group, "elements": M * N,
             "device": runtime.device_name()})
     assert differ == 0, f"{name} {options} {M}x{N}x{K}: {differ} of {M * N} differ"
+
+
+# Every tile variant tcsim.choose_tile picks from, with its own stage count (the narrow tiles'
+# deeper rings wrap several times: 16 K tiles for 6 or 8 stages), on ragged tiles, several a
+# block, with edge-case inputs.
+@pytest.mark.parametrize("label", list(TILE_VARIANTS["kernel10"]))
+def test_every_tile_variant_matches_the_cuda_twin(label, rng):
+    M, N, K = 520, 392, 1000
+    overrides = TILE_VARIANTS["kernel10"][label]
+    for accumulate in ("f16", "f32") if overrides.get("splits", 1) == 1 else ("f32",):
+        A, B, C, alpha, beta = gemm_inputs(rng, M, N, K)
+        options = {"accumulate": accumulate, **overrides}
+        if "splits" not in overrides:
+            options["persistent_blocks"] = 5
+        sim = tcsim.run("kernel10", A, B, C, alpha, beta, **options).view(np.uint16)
+        got = hw.run("kernel10", A, B, C, alpha, beta, **options).view(np.uint16)
+        differ = int((sim != got).sum())
+        log_hw({"test": "tile_variants", "kernel": "kernel10", "variant": label, **options,
+                "shape": [M, N, K], "differ": differ, "elements": M * N,
+                "device": runtime.device_name()})
+        assert differ == 0, f"{label} {options}: {differ} of {M * N} differ"
 
 
 @pytest.mark.parametrize("name, accumulate, beta", [
