@@ -16,6 +16,16 @@ from tcsim.perf import gpu
 ROOT = Path(__file__).resolve().parents[2]
 EVIDENCE = ROOT / "docs" / "evidence"
 SKINNY = {"384x4096x8192", "256x4096x16384"}  # few 64 x 256 tiles, long K
+# The seven runs the model was revised on (79 cases fitted on, 92 held out), and the runs
+# logged since, all held out: docs/benchmarks.md's sweep (squares, skinny and ragged, bf16)
+# and the deeper stages' exploration.
+REVISED_ON = {"bench_sweep_kernel10.json", "bench_sweep_kernel10_heldout.json",
+              "bench_sweep_splitk.json", "bench_sweep_kernel10_tiles.json",
+              "bench_sweep_kernel10_skinny_ksweep.json", "bench_sweep_splitk_ksweep.json",
+              "bench_sweep_splitk_first_reduction.json"}
+LOGGED_SINCE = {"bench_sweep_kernel10_tiles_squares.json", "bench_sweep_kernel10_tiles_skinny.json",
+                "bench_sweep_kernel10_tiles_bf16.json", "bench_sweep_kernel10_stages_clusters.json",
+                "bench_sweep_kernel10_stages_bf16.json"}
 
 
 def _wide(r) -> bool:
@@ -36,14 +46,12 @@ def scored() -> list[dict]:
 
 def test_the_score_reads_every_log_and_names_what_it_cannot_price(scored):
     logs = {r["log"] for r in scored}
-    assert {"bench_sweep_kernel10.json", "bench_sweep_kernel10_heldout.json",
-            "bench_sweep_splitk.json", "bench_sweep_kernel10_tiles.json",
-            "bench_sweep_kernel10_skinny_ksweep.json", "bench_sweep_splitk_ksweep.json"} <= logs
+    assert logs == REVISED_ON | LOGGED_SINCE
     skipped = [r for r in scored if "skipped" in r]
-    # the tiles log's narrower tiles wait for their wgmma's measured rate; split-K's first
-    # reduction is not the kernel's any more
-    assert all("no tensor rate for 'wgmma.m64n" in r["skipped"] or "6b28e02" in r["skipped"]
-               for r in skipped)
+    # split-K's first reduction is not the kernel's any more; the exploration's clusters are
+    # not modeled
+    assert all("6b28e02" in r["skipped"] or "CLUSTER_M" in r["skipped"] for r in skipped)
+    assert not any(r["fitted"] for r in scored if r["log"] in LOGGED_SINCE)
     text = _bench_sweep().render_score(scored)
     assert "held out:" in text and "not priced" in text
 
@@ -55,7 +63,7 @@ def test_every_case_of_the_wide_tiles_is_within_10_percent_fitted_or_held_out(sc
     the tiles' run, the first reduction's unsplit cases). The model before the stage ring and
     split-K's turns missed 12 of the held-out unsplit cases (by up to 20%) and 4 of split-K's 6
     (by up to 28%)."""
-    priced = [r for r in scored if "error" in r and _wide(r)]
+    priced = [r for r in scored if "error" in r and _wide(r) and r["log"] in REVISED_ON]
     fitted = [r for r in priced if r["fitted"]]
     assert len(fitted) == 79 and len(priced) - len(fitted) == 92
     assert sum("split" in r["variant"] for r in priced if not r["fitted"]) == 6
@@ -72,7 +80,7 @@ def test_the_narrow_tiles_cases_are_priced_and_their_misses_are_counted(scored):
     shapes (8 cases), 64 x 128 and 128 x 128 split 2 up to 18% and
     15% slow at 1024^3 and 1536^3 (docs/performance.md, "What it does not know yet"; the docs'
     later sweep logs, docs/benchmarks.md, are not in `score`'s list)."""
-    narrow = [r for r in scored if "error" in r and not _wide(r)]
+    narrow = [r for r in scored if "error" in r and not _wide(r) and r["log"] in REVISED_ON]
     assert len(narrow) == 49 and {r["log"] for r in narrow} == {"bench_sweep_kernel10_tiles.json"}
     assert not any(r["fitted"] for r in narrow)
     assert sum(abs(r["error"]) <= 0.10 for r in narrow) >= 30
@@ -81,13 +89,40 @@ def test_the_narrow_tiles_cases_are_priced_and_their_misses_are_counted(scored):
     assert len(beyond) == 8 and all(r["error"] < 0 for r in beyond)  # 8 predicted fast
 
 
+def test_the_runs_logged_since_are_held_out_and_their_misses_named(scored):
+    """docs/benchmarks.md's logged sweep (squares, skinny and ragged, bf16 in) and the deeper
+    stages' exploration, none fitted on: 230 priced cases. The wide tiles' misses are named
+    here (none of the seven runs the model was revised on misses); 3000^3, whose rows are off
+    128-byte lines, is within 10% on every tile but 64 x 128 at 4 stages (+12%; the model that
+    counted bytes alone was 24-49% fast on all 19)."""
+    since = [r for r in scored if "error" in r and r["log"] in LOGGED_SINCE]
+    assert len(since) == 230
+    wide = [r for r in since if _wide(r)]
+    assert len(wide) == 69
+    missed = {(r["log"], r["shape"], r["variant"], r["acc"], round(r["error"], 2))
+              for r in wide if abs(r["error"]) > 0.10}
+    assert missed == {
+        ("bench_sweep_kernel10_tiles_skinny.json", "128x8192x8192", "64x256 split 2", "f32", 0.12),
+        ("bench_sweep_kernel10_tiles_skinny.json", "256x8192x8192", "64x256 split 2", "f32",
+         -0.10),
+        ("bench_sweep_kernel10_tiles_skinny.json", "1000x776x1000", "64x256", "f16", -0.16),
+        ("bench_sweep_kernel10_tiles_skinny.json", "1000x776x1000", "64x256", "f32", -0.15),
+        ("bench_sweep_kernel10_tiles_bf16.json", "8192x8192x8192", "64x256", "f32", 0.11),
+        ("bench_sweep_kernel10_tiles_bf16.json", "8192x8192x8192", "64x256", "f32", 0.14)}
+    narrow = [r for r in since if not _wide(r)]
+    assert sum(abs(r["error"]) <= 0.10 for r in narrow) >= 123
+    ragged = [r for r in since if r["shape"] == "3000x3000x3000"]
+    assert len(ragged) == 19 and all(abs(r["error"]) <= 0.125 for r in ragged)
+    assert sum(abs(r["error"]) <= 0.10 for r in ragged) >= 18
+
+
 def test_skinny_shapes_on_64_row_tiles_wait_for_the_stage_ring(scored):
     """384x4096x8192 and 256x4096x16384 with 64 x 256 tiles: 96 or 64 tiles on as many SMs, 128
     or 256 K tiles each, 512 cycles of wgmma a K tile for each stage's round trip. The model
     that took the wgmma for the K tile was 13-20% fast on all eight logged cases (four runs);
     within 10% now, and the explanation says why."""
     rows = [r for r in scored if "error" in r and r["shape"] in SKINNY
-            and r["variant"] == "64x256"]
+            and r["variant"] == "64x256" and r["log"] in REVISED_ON]
     assert len(rows) == 8 and {r["acc"] for r in rows} == {"f16", "f32"}
     assert all(abs(r["error"]) <= 0.10 for r in rows), [(r["shape"], r["error"]) for r in rows]
     e = tcsim.trace("kernel10", 256, 4096, 16384, block_m=64).explain("H100-SXM")
