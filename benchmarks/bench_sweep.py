@@ -62,12 +62,19 @@ SPLIT_LOG = "docs/evidence/bench_sweep_splitk_ksweep.json"
 # without split-K (the stage ring of 64 x 256 tiles), 1024x1024xK for split-K's turns.
 FIT = {FIT_LOG: FIT_SHAPES, SKINNY_LOG: None, SPLIT_LOG: None}
 # Every log of kernel10's times that --score reads: the sweep, its held-out shapes, split-K's,
-# the tile variants' (narrower tiles are priced once gpus.json has their wgmma rate), and
-# split-K's first reduction, whose split rows are a reduction the kernel no longer has.
+# the tile variants' (narrower tiles are priced once gpus.json has their wgmma rate),
+# split-K's first reduction, whose split rows are a reduction the kernel no longer has, the
+# logged sweep of docs/benchmarks.md's tables (squares, skinny and ragged, bf16), and the
+# deeper stages' runs (their cluster rows are not modeled).
 EVIDENCE = (FIT_LOG, SKINNY_LOG, SPLIT_LOG, "docs/evidence/bench_sweep_kernel10_heldout.json",
             "docs/evidence/bench_sweep_splitk.json",
             "docs/evidence/bench_sweep_kernel10_tiles.json",
-            "docs/evidence/bench_sweep_splitk_first_reduction.json")
+            "docs/evidence/bench_sweep_splitk_first_reduction.json",
+            "docs/evidence/bench_sweep_kernel10_tiles_squares.json",
+            "docs/evidence/bench_sweep_kernel10_tiles_skinny.json",
+            "docs/evidence/bench_sweep_kernel10_tiles_bf16.json",
+            "docs/evidence/bench_sweep_kernel10_stages_clusters.json",
+            "docs/evidence/bench_sweep_kernel10_stages_bf16.json")
 SUPERSEDED = {"docs/evidence/bench_sweep_splitk_first_reduction.json":
               "split-K's first reduction (commit 6b28e02), not today's"}
 FITTED = {"launch_seconds": [x * 1e-6 for x in np.arange(3.0, 7.01, 0.25)],
@@ -260,8 +267,8 @@ def fit(rounds: int = 2, gpu: str = "H100-SXM") -> dict[str, float]:
     for path in EVIDENCE:
         log = json.load(open(ROOT / path))
         for row in log["rows"]:
-            if "params" not in row or (path in SUPERSEDED and
-                                       row["params"].get("splits", 1) > 1):
+            if "params" not in row or "defines" in row or (
+                    path in SUPERSEDED and row["params"].get("splits", 1) > 1):
                 continue
             t = tcsim.trace(log["kernel"], *row["shape"], accumulate=row["accumulate"],
                             **row["params"])
