@@ -6,6 +6,8 @@
                                                              # constants on the cases of FIT
     python benchmarks/bench_sweep.py --score [LOG ...]       # anywhere: explain's error on every
                                                              # logged case (default: EVIDENCE)
+    python benchmarks/bench_sweep.py --docs                  # anywhere: rewrite benchmarks.md's
+                                                             # sweep tables with today's model
 
 ``--measure`` times, at each shape, torch.matmul (cuBLAS; f16 in, f32 accumulation, f16 out;
 ``--inputs f16 bf16`` adds bf16 in and out, f32 accumulators only) and kernel10's twin in
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import time
 from dataclasses import replace
@@ -59,12 +62,19 @@ SPLIT_LOG = "docs/evidence/bench_sweep_splitk_ksweep.json"
 # without split-K (the stage ring of 64 x 256 tiles), 1024x1024xK for split-K's turns.
 FIT = {FIT_LOG: FIT_SHAPES, SKINNY_LOG: None, SPLIT_LOG: None}
 # Every log of kernel10's times that --score reads: the sweep, its held-out shapes, split-K's,
-# the tile variants' (narrower tiles are priced once gpus.json has their wgmma rate), and
-# split-K's first reduction, whose split rows are a reduction the kernel no longer has.
+# the tile variants' (narrower tiles are priced once gpus.json has their wgmma rate),
+# split-K's first reduction, whose split rows are a reduction the kernel no longer has, the
+# logged sweep of docs/benchmarks.md's tables (squares, skinny and ragged, bf16), and the
+# deeper stages' runs (their cluster rows are not modeled).
 EVIDENCE = (FIT_LOG, SKINNY_LOG, SPLIT_LOG, "docs/evidence/bench_sweep_kernel10_heldout.json",
             "docs/evidence/bench_sweep_splitk.json",
             "docs/evidence/bench_sweep_kernel10_tiles.json",
-            "docs/evidence/bench_sweep_splitk_first_reduction.json")
+            "docs/evidence/bench_sweep_splitk_first_reduction.json",
+            "docs/evidence/bench_sweep_kernel10_tiles_squares.json",
+            "docs/evidence/bench_sweep_kernel10_tiles_skinny.json",
+            "docs/evidence/bench_sweep_kernel10_tiles_bf16.json",
+            "docs/evidence/bench_sweep_kernel10_stages_clusters.json",
+            "docs/evidence/bench_sweep_kernel10_stages_bf16.json")
 SUPERSEDED = {"docs/evidence/bench_sweep_splitk_first_reduction.json":
               "split-K's first reduction (commit 6b28e02), not today's"}
 FITTED = {"launch_seconds": [x * 1e-6 for x in np.arange(3.0, 7.01, 0.25)],
@@ -257,8 +267,8 @@ def fit(rounds: int = 2, gpu: str = "H100-SXM") -> dict[str, float]:
     for path in EVIDENCE:
         log = json.load(open(ROOT / path))
         for row in log["rows"]:
-            if "params" not in row or (path in SUPERSEDED and
-                                       row["params"].get("splits", 1) > 1):
+            if "params" not in row or "defines" in row or (
+                    path in SUPERSEDED and row["params"].get("splits", 1) > 1):
                 continue
             t = tcsim.trace(log["kernel"], *row["shape"], accumulate=row["accumulate"],
                             **row["params"])
@@ -324,11 +334,35 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def refresh_docs(path: Path = ROOT / "docs" / "benchmarks.md") -> int:
+    """Rewrite every sweep table of ``path`` (between ``<!-- sweep-table LOG -->`` and
+    ``<!-- end sweep-table -->``) with explain's predictions now; returns how many changed."""
+    text = path.read_text()
+    pattern = re.compile(r"(<!-- sweep-table (\S+) -->)(.*?)(<!-- end sweep-table -->)", re.S)
+    changed = 0
+
+    def fresh(match: re.Match) -> str:
+        nonlocal changed
+        table = render(table_of(match.group(2)))
+        changed += table.strip() != match.group(3).strip()
+        return f"{match.group(1)}\n{table}\n{match.group(4)}"
+
+    path.write_text(pattern.sub(fresh, text))
+    return changed
+
+
+def table_of(log: str) -> list[dict]:
+    """`table` of a log named relative to the repository."""
+    return table(str(ROOT / log))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--measure", metavar="OUT.json")
     p.add_argument("--table", metavar="MEASURED.json")
     p.add_argument("--fit", action="store_true", help="refit the FITTED constants on FIT")
+    p.add_argument("--docs", action="store_true",
+                   help="rewrite docs/benchmarks.md's sweep tables with explain's predictions now")
     p.add_argument("--score", nargs="*", metavar="LOG", default=None,
                    help="logs relative to the repository (default: all of EVIDENCE)")
     p.add_argument("--runs", type=int, default=15)
@@ -347,6 +381,8 @@ def main() -> None:
                 tuple(args.inputs))
     if args.table:
         print(render(table(args.table)))
+    if args.docs:
+        print(f"docs/benchmarks.md: {refresh_docs()} sweep table(s) rewritten")
     if args.fit:
         fit()
     if args.score is not None:

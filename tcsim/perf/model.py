@@ -61,7 +61,12 @@ groups of block rows, SMs ask for the same lines at about the same time, and the
 them with fewer lookups (measured: Nsight Compute's L2 lookups are 0.59 of TMA's bytes in
 kernel8's order, 0.97 along N), so the copies run faster; 64-row tiles in groups have a rate
 of their own, per SM cycle. An SM's copies take its share of that rate among the busy SMs, up
-to what one SM alone reaches. DRAM bytes come from an L2 reuse
+to what one SM alone reaches. L2 also serves TMA's read requests at a rate of its own, and a
+box row that does not start on a 128-byte line (a row pitch that is a multiple of 16 bytes
+but not of 128: 3000 f16 elements) costs 4.6 times the requests of one that does (measured
+with Nsight Compute: kernel10 at 3000^3 asks for 13.7M against 3.4M at 3072^3 and runs at
+that rate), so such rows bound the copies by their requests: chip-wide, and as the busy SMs'
+shares in a block's chain (`_tma_requests`). DRAM bytes come from an L2 reuse
 model: the tiles of one wave (in the kernel's tile order) read each A row-panel and B
 column-panel they share once; the next wave reads them again unless A and B fit in L2. Local
 memory goes to DRAM when the resident threads' local bytes do not fit in half of L2.
@@ -179,6 +184,9 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     l1_misses = sum(s.l2_sectors for s in sites if s.space in L1_SPACES)
     tma_sectors = sum(s.sectors for s in sites if s.space in TMA_SPACES)
     l2_bytes = (l1_misses + tma_sectors) * SECTOR
+    # L2's read requests for the main loop's copies: a ceiling of their own where rows are
+    # not 128-byte aligned (`_tma_requests`)
+    requests = _tma_requests(kernel, p, M, N, K, g) if tma and REQUESTS in g.constants else 0.0
     dram_bytes, dram_share = _dram_bytes(p, M, N, K, max(concurrent // splits, 1), g)
     local = trace.pipeline.get("local_bytes_per_thread", 0) * concurrent * p.threads
     if local > g["l2_bytes"] / 2:  # the resident threads' local memory does not stay in L2
@@ -227,6 +235,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
             else:
                 rate = g["l2_bytes_per_s"] / sms / hz
             transfer = load_bytes / rate
+            if requests:  # the busy SMs share L2's request rate too
+                transfer = max(transfer, requests / blocks / k_tiles * busy * hz / g[REQUESTS])
             ring = 0.0
             if prefetch == 0:
                 chain = max(latency_global, transfer) + compute + refill
@@ -252,11 +262,13 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
 
         full = wave(busy, waves == 1)
         last = wave(busy_last, True) if waves > 1 else full
-        # the pipeline's fill: a block's first K tile waits for its copies' latency, transfer
-        fill = latency_global + full["transfer"] if tma else 0.0
+        # the pipeline's fill: the first K tile's copies' latency, and the K tile's transfer or
+        # its compute, whichever the steady K tile (the larger of them) does not already count
+        fill = latency_global + min(full["transfer"], compute) if tma else 0.0
         units = {u: waves * per_sm * c / hz for u, c in per_block.items()}
         units["l2"] = l1_misses * SECTOR / g["l2_bytes_per_s"] + \
-            (tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0)
+            max(tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0,
+                requests / g[REQUESTS] if requests else 0.0)
         units["dram"] = dram_bytes / dram_rate
         latency = ((waves - 1) * full["exposed"] + last["exposed"] + fill) / hz
         # split-K's last reduction follows the last K tile's data, however that was limited
@@ -291,6 +303,9 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     elif limiter == "l1" and units["shared"] >= SHARED_SHARE * units["l1"]:
         limiter = "shared"
     full = blocks / concurrent
+    # L2 limits through its read requests rather than TMA's bytes: rows not 128-byte aligned
+    by_requests = bool(requests) and requests / g[REQUESTS] > \
+        tma_sectors * SECTOR / _tma_rate(p, g, hz)
     details = {"tiles": tiles, "splits": splits, "blocks": blocks,
                "reduction_cycles": reduction, "per_block_cycles": per_block,
                "chain_cycles": chain, "tensor_idle_cycles": tensor_idle,
@@ -299,11 +314,15 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "compute_cycles": compute, "refill_cycles": refill,
                "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
                "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
-               "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "prefetch": prefetch,
+               "l2_bytes": l2_bytes, "l2_requests": requests, "by_requests": by_requests,
+               "dram_bytes": dram_bytes, "prefetch": prefetch,
                "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch, "sms": sms,
                "fixed_share": (launch + fill / hz) / seconds}
     reason = _reason(limiter, trace, occ, details, g)
     advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace))
+    if limiter == "l2" and by_requests:
+        advice = ("rows on 128-byte lines: a leading dimension padded to a multiple of 128 "
+                  "bytes (64 f16 elements) takes a request a line")
     if limiter == "latency" and details["fixed_share"] >= SMALL:
         advice = ("more, smaller tiles to busy every SM (tcsim.choose_tile compares a kernel's) "
                   "or split-K; several problems in one launch share its fixed cost")
@@ -437,6 +456,30 @@ def _tma_rate(p, g: Gpu, hz: float) -> float:
 
 GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"
 HANDOFF = "tma_stage_handoff_cycles"
+REQUESTS = "l2_tma_requests_per_s"
+LINE = 128  # bytes: an L2 line, and a box row of the 128-byte swizzle
+
+
+def _tma_requests(kernel, p, M: int, N: int, K: int, g: Gpu) -> float:
+    """L2 read requests of the main loop's TMA copies of A and B. Each box row inside the
+    matrix asks for ``tma_requests_per_aligned_row`` when it starts on a 128-byte line and
+    ``tma_requests_per_misaligned_row`` when it does not (a pitch that is a multiple of 16
+    bytes but not of 128: the row spans two lines, and the L2 serves it in more, smaller
+    requests: measured, 2.68 a row against 0.58, gpus.json). A's boxes are copied once per
+    tile column, B's once per tile row (split-K's splits share a tile's K range)."""
+    maps = dict(kernel.tensor_maps(p, M, N, K))
+    loads = {"A": -(-N // p.block_n), "B": -(-M // p.block_m)}
+    total = 0.0
+    for name, times in loads.items():
+        m = maps.get(name)
+        if m is None:
+            continue
+        starts = np.arange(m.rows) * (m.cols * m.element_bytes) % LINE
+        for column in range(0, m.cols, m.box_cols):
+            aligned = int(np.count_nonzero((starts + column * m.element_bytes) % LINE == 0))
+            total += times * (aligned * g["tma_requests_per_aligned_row"]
+                              + (m.rows - aligned) * g["tma_requests_per_misaligned_row"])
+    return total
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[float, float]:
@@ -503,6 +546,10 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
         return (f"L1's data pipe: {lines / 1e6:,.1f}M wavefronts of global loads and stores "
                 f"(one per 128-byte line a request touches) and {shared / 1e6:,.1f}M of shared "
                 "memory")
+    if limiter == "l2" and d["by_requests"]:
+        return (f"L2's read requests: {d['l2_requests'] / 1e6:,.2f}M for TMA's box rows, most "
+                "not on a 128-byte line (a row pitch that is not a multiple of 128 bytes: each "
+                f"such row costs several requests), at {g[REQUESTS] / 1e9:.0f}G a second")
     if limiter in ("l2", "dram"):
         return (f"{limiter} bandwidth: {d['l2_bytes'] / 1e9:,.2f} GB through L2, "
                 f"{d['dram_bytes'] / 1e9:,.2f} GB from DRAM")

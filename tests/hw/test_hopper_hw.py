@@ -18,6 +18,7 @@ from tcsim.hw import runtime
 from tcsim.hw.kernels import twin_launch
 from tcsim.hw.ncu import profile
 from tcsim.kernels import HOPPER_KERNELS
+from tcsim.perf import TILE_VARIANTS
 from tcsim.trace import HOPPER_METRICS, METRICS
 
 pytestmark = [pytest.mark.hw, pytest.mark.usefixtures("sm90a")]
@@ -107,6 +108,28 @@ def test_persistent_blocks_match_the_cuda_twin(name, persistent, group, shape, r
             "persistent_blocks": persistent, "group_m": group, "elements": M * N,
             "device": runtime.device_name()})
     assert differ == 0, f"{name} {options} {M}x{N}x{K}: {differ} of {M * N} differ"
+
+
+# Every tile variant tcsim.choose_tile picks from, with its own stage count (the narrow tiles'
+# deeper rings wrap several times: 16 K tiles for 6 or 8 stages), on ragged tiles, several a
+# block, with edge-case inputs.
+@pytest.mark.parametrize("name, label", [(name, label) for name in HOPPER_KERNELS
+                                         for label in TILE_VARIANTS[name]])
+def test_every_tile_variant_matches_the_cuda_twin(name, label, rng):
+    M, N, K = 520, 392, 1000
+    overrides = TILE_VARIANTS[name][label]
+    for accumulate in ("f16", "f32") if overrides.get("splits", 1) == 1 else ("f32",):
+        A, B, C, alpha, beta = gemm_inputs(rng, M, N, K)
+        options = {"accumulate": accumulate, **overrides}
+        if "splits" not in overrides and name != "kernel7":  # kernel7: a block per tile
+            options["persistent_blocks"] = 5
+        sim = tcsim.run(name, A, B, C, alpha, beta, **options).view(np.uint16)
+        got = hw.run(name, A, B, C, alpha, beta, **options).view(np.uint16)
+        differ = int((sim != got).sum())
+        log_hw({"test": "tile_variants", "kernel": name, "variant": label, **options,
+                "shape": [M, N, K], "differ": differ, "elements": M * N,
+                "device": runtime.device_name()})
+        assert differ == 0, f"{label} {options}: {differ} of {M * N} differ"
 
 
 @pytest.mark.parametrize("name, accumulate, beta", [
@@ -221,6 +244,10 @@ def test_trace_matches_nsight_compute(rng):
     cases += [(name, (768, 384, 640), "f32", {"block_n": n, "warp_n": n, "group_m": 2,
                                               "persistent_blocks": 5}, None)
               for name in ("kernel8", "kernel9", "kernel10") for n in (64, 192)]
+    # three consumers (192-row tiles, 3 stages) and the narrow tiles' deeper rings
+    cases += [(name, (768, 384, 640), "f32", {**TILE_VARIANTS[name][label], "group_m": 2,
+                                              "persistent_blocks": 5}, None)
+              for name in ("kernel9", "kernel10") for label in ("192x192", "64x128")]
     # beta 0: kernel10 reads no C (beta None: gemm_inputs' random beta)
     cases += [("kernel10", (512, 1024, 1024), "f32", {}, 0.0),
               ("kernel10", (768, 384, 640), "f32", {"block_n": 192, "warp_n": 192,

@@ -16,6 +16,16 @@ from tcsim.perf import gpu
 ROOT = Path(__file__).resolve().parents[2]
 EVIDENCE = ROOT / "docs" / "evidence"
 SKINNY = {"384x4096x8192", "256x4096x16384"}  # few 64 x 256 tiles, long K
+# The seven runs the model was revised on (79 cases fitted on, 92 held out), and the runs
+# logged since, all held out: docs/benchmarks.md's sweep (squares, skinny and ragged, bf16)
+# and the deeper stages' exploration.
+REVISED_ON = {"bench_sweep_kernel10.json", "bench_sweep_kernel10_heldout.json",
+              "bench_sweep_splitk.json", "bench_sweep_kernel10_tiles.json",
+              "bench_sweep_kernel10_skinny_ksweep.json", "bench_sweep_splitk_ksweep.json",
+              "bench_sweep_splitk_first_reduction.json"}
+LOGGED_SINCE = {"bench_sweep_kernel10_tiles_squares.json", "bench_sweep_kernel10_tiles_skinny.json",
+                "bench_sweep_kernel10_tiles_bf16.json", "bench_sweep_kernel10_stages_clusters.json",
+                "bench_sweep_kernel10_stages_bf16.json"}
 
 
 def _wide(r) -> bool:
@@ -36,14 +46,12 @@ def scored() -> list[dict]:
 
 def test_the_score_reads_every_log_and_names_what_it_cannot_price(scored):
     logs = {r["log"] for r in scored}
-    assert {"bench_sweep_kernel10.json", "bench_sweep_kernel10_heldout.json",
-            "bench_sweep_splitk.json", "bench_sweep_kernel10_tiles.json",
-            "bench_sweep_kernel10_skinny_ksweep.json", "bench_sweep_splitk_ksweep.json"} <= logs
+    assert logs == REVISED_ON | LOGGED_SINCE
     skipped = [r for r in scored if "skipped" in r]
-    # the tiles log's narrower tiles wait for their wgmma's measured rate; split-K's first
-    # reduction is not the kernel's any more
-    assert all("no tensor rate for 'wgmma.m64n" in r["skipped"] or "6b28e02" in r["skipped"]
-               for r in skipped)
+    # split-K's first reduction is not the kernel's any more; the exploration's clusters are
+    # not modeled
+    assert all("6b28e02" in r["skipped"] or "CLUSTER_M" in r["skipped"] for r in skipped)
+    assert not any(r["fitted"] for r in scored if r["log"] in LOGGED_SINCE)
     text = _bench_sweep().render_score(scored)
     assert "held out:" in text and "not priced" in text
 
@@ -55,7 +63,7 @@ def test_every_case_of_the_wide_tiles_is_within_10_percent_fitted_or_held_out(sc
     the tiles' run, the first reduction's unsplit cases). The model before the stage ring and
     split-K's turns missed 12 of the held-out unsplit cases (by up to 20%) and 4 of split-K's 6
     (by up to 28%)."""
-    priced = [r for r in scored if "error" in r and _wide(r)]
+    priced = [r for r in scored if "error" in r and _wide(r) and r["log"] in REVISED_ON]
     fitted = [r for r in priced if r["fitted"]]
     assert len(fitted) == 79 and len(priced) - len(fitted) == 92
     assert sum("split" in r["variant"] for r in priced if not r["fitted"]) == 6
@@ -69,16 +77,43 @@ def test_the_narrow_tiles_cases_are_priced_and_their_misses_are_counted(scored):
     128 x 64 and 128 x 128 split 2 at 7 shapes, f16 and f32; 49 cases, all held out): priced
     with the measured wgmma m64n128k16 and m64n64k16 rates, 30 within 10% and none beyond 18%.
     Not issue 35's bar: 128 x 64 is predicted 12-17% fast at 2048^3 and up and on the skinny
-    shapes (8 cases) and 11% slow at 1024^3 (2), 64 x 128 and 128 x 128 split 2 up to 18% and
+    shapes (8 cases), 64 x 128 and 128 x 128 split 2 up to 18% and
     15% slow at 1024^3 and 1536^3 (docs/performance.md, "What it does not know yet"; the docs'
     later sweep logs, docs/benchmarks.md, are not in `score`'s list)."""
-    narrow = [r for r in scored if "error" in r and not _wide(r)]
+    narrow = [r for r in scored if "error" in r and not _wide(r) and r["log"] in REVISED_ON]
     assert len(narrow) == 49 and {r["log"] for r in narrow} == {"bench_sweep_kernel10_tiles.json"}
     assert not any(r["fitted"] for r in narrow)
     assert sum(abs(r["error"]) <= 0.10 for r in narrow) >= 30
     assert max(abs(r["error"]) for r in narrow) <= 0.18
     beyond = [r for r in narrow if r["variant"] == "128x64" and abs(r["error"]) > 0.10]
-    assert len(beyond) == 10 and sum(r["error"] < 0 for r in beyond) == 8  # 8 predicted fast
+    assert len(beyond) == 8 and all(r["error"] < 0 for r in beyond)  # 8 predicted fast
+
+
+def test_the_runs_logged_since_are_held_out_and_their_misses_named(scored):
+    """docs/benchmarks.md's logged sweep (squares, skinny and ragged, bf16 in) and the deeper
+    stages' exploration, none fitted on: 230 priced cases. The wide tiles' misses are named
+    here (none of the seven runs the model was revised on misses); 3000^3, whose rows are off
+    128-byte lines, is within 10% on every tile but 64 x 128 at 4 stages (+12%; the model that
+    counted bytes alone was 24-49% fast on all 19)."""
+    since = [r for r in scored if "error" in r and r["log"] in LOGGED_SINCE]
+    assert len(since) == 230
+    wide = [r for r in since if _wide(r)]
+    assert len(wide) == 69
+    missed = {(r["log"], r["shape"], r["variant"], r["acc"], round(r["error"], 2))
+              for r in wide if abs(r["error"]) > 0.10}
+    assert missed == {
+        ("bench_sweep_kernel10_tiles_skinny.json", "128x8192x8192", "64x256 split 2", "f32", 0.12),
+        ("bench_sweep_kernel10_tiles_skinny.json", "256x8192x8192", "64x256 split 2", "f32",
+         -0.10),
+        ("bench_sweep_kernel10_tiles_skinny.json", "1000x776x1000", "64x256", "f16", -0.16),
+        ("bench_sweep_kernel10_tiles_skinny.json", "1000x776x1000", "64x256", "f32", -0.15),
+        ("bench_sweep_kernel10_tiles_bf16.json", "8192x8192x8192", "64x256", "f32", 0.11),
+        ("bench_sweep_kernel10_tiles_bf16.json", "8192x8192x8192", "64x256", "f32", 0.14)}
+    narrow = [r for r in since if not _wide(r)]
+    assert sum(abs(r["error"]) <= 0.10 for r in narrow) >= 123
+    ragged = [r for r in since if r["shape"] == "3000x3000x3000"]
+    assert len(ragged) == 19 and all(abs(r["error"]) <= 0.125 for r in ragged)
+    assert sum(abs(r["error"]) <= 0.10 for r in ragged) >= 18
 
 
 def test_skinny_shapes_on_64_row_tiles_wait_for_the_stage_ring(scored):
@@ -87,7 +122,7 @@ def test_skinny_shapes_on_64_row_tiles_wait_for_the_stage_ring(scored):
     that took the wgmma for the K tile was 13-20% fast on all eight logged cases (four runs);
     within 10% now, and the explanation says why."""
     rows = [r for r in scored if "error" in r and r["shape"] in SKINNY
-            and r["variant"] == "64x256"]
+            and r["variant"] == "64x256" and r["log"] in REVISED_ON]
     assert len(rows) == 8 and {r["acc"] for r in rows} == {"f16", "f32"}
     assert all(abs(r["error"]) <= 0.10 for r in rows), [(r["shape"], r["error"]) for r in rows]
     e = tcsim.trace("kernel10", 256, 4096, 16384, block_m=64).explain("H100-SXM")
@@ -198,3 +233,68 @@ def test_the_choice_with_split_k_is_the_measured_best_on_every_logged_shape():
         choice = tcsim.choose_tile("kernel10", *shape, accumulate="f32", candidates={
             label: tcsim.perf.TILE_VARIANTS["kernel10"][label] for label in t})
         assert t[choice.label] <= 1.03 * min(t.values()), (name, shape, choice.label)
+
+
+NCU_GAP = EVIDENCE / "ncu_kernel10_cublas_1536_3000_3072.csv"
+
+
+def _ncu_kernel10(csv_path: Path) -> dict[int, dict[str, float]]:
+    """kernel10's launches in a Nsight Compute CSV (--csv --page raw): launch size (its grid's
+    problem is told by its TMA sectors) -> metric -> value."""
+    import csv
+
+    lines = [line for line in csv_path.read_text().splitlines() if line.startswith('"')]
+    out: dict[int, dict[str, float]] = defaultdict(dict)
+    for row in csv.DictReader(lines):
+        if row["Kernel Name"] == "kernel10":
+            out[int(row["ID"])][row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+    return out
+
+
+def test_l2_request_constants_are_the_ncu_runs_figures():
+    """gpus.json's L2 request rate and requests per box row are Nsight Compute's counts for
+    kernel10 (128 x 192, f32) at 3072^3 (rows of 6144 bytes: every box row on a 128-byte
+    line) and 3000^3 (rows of 6000 bytes: one row in 8 on a line), recomputed here from the
+    CSV and from the box rows counted by hand: A's 3000 rows x 47 box columns, copied once
+    for each of 16 tile columns; B's 3000 rows x 47 box columns, once for each of 24 tile
+    rows."""
+    runs = _ncu_kernel10(NCU_GAP)
+    tma = "l1tex__m_xbar2l1tex_read_sectors_pipe_tma.sum"
+    requests = "lts__t_requests_srcunit_tex_op_read.sum"
+    aligned_run = next(r for r in runs.values() if r[tma] == 3072 * 3072 * 2 * (16 + 24) / 32)
+    ragged_run = next(r for r in runs.values() if r["gpu__time_duration.sum"] > 120e3)
+    g = gpu("H100-SXM")
+    rows = aligned_run[tma] / 4  # 128-byte rows, 4 sectors each
+    assert g["tma_requests_per_aligned_row"] == pytest.approx(aligned_run[requests] / rows)
+    a_rows, b_rows = 3000 * 47 * 16, 3000 * 47 * 24
+    on_a_line = (a_rows + b_rows) // 8  # 6000 * r is a multiple of 128 for r = 0 mod 8
+    assert on_a_line == 705_000
+    off = a_rows + b_rows - on_a_line
+    per_row = (ragged_run[requests] - on_a_line * g["tma_requests_per_aligned_row"]) / off
+    assert g["tma_requests_per_misaligned_row"] == pytest.approx(per_row)
+    assert g["l2_tma_requests_per_s"] == pytest.approx(
+        ragged_run[requests] / (ragged_run["gpu__time_duration.sum"] * 1e-9))
+    # the model counts the same requests for that launch, by the rows' alignment
+    e = tcsim.trace("kernel10", 3000, 3000, 3000, accumulate="f32", block_n=192, warp_n=192) \
+        .explain("H100-SXM")
+    assert e.details["l2_requests"] == pytest.approx(ragged_run[requests], rel=1e-9)
+    assert e.limiter == "l2" and "requests" in e.reason and "128 bytes" in e.advice
+    aligned = tcsim.trace("kernel10", 3072, 3072, 3072, accumulate="f32", block_n=192,
+                          warp_n=192).explain("H100-SXM")
+    assert aligned.details["l2_requests"] == pytest.approx(aligned_run[requests], rel=1e-9)
+    assert not aligned.details["by_requests"]
+
+
+def test_rows_off_128_byte_lines_wait_for_l2_requests():
+    """3000^3 (rows of 6000 bytes, 16-byte aligned, not 128: docs/evidence/
+    bench_sweep_kernel10_tiles_bf16.json, f16 and bf16 in, four tiles, none fitted): every case
+    within 10% with L2's requests the limiter. The model that counted TMA's bytes alone was
+    24-43% fast on all twelve (the requests take 4.6 times an aligned row's)."""
+    log = json.loads((EVIDENCE / "bench_sweep_kernel10_tiles_bf16.json").read_text())
+    rows = [r for r in log["rows"] if r["shape"] == [3000, 3000, 3000] and "params" in r]
+    assert len(rows) == 12
+    for r in rows:
+        e = tcsim.trace("kernel10", 3000, 3000, 3000, accumulate=r["accumulate"],
+                        **r["params"]).explain("H100-SXM")
+        assert abs(e.seconds / r["seconds"] - 1) <= 0.10, (r["variant"], r["accumulate"])
+        assert e.limiter == "l2" and e.details["by_requests"], r["variant"]
