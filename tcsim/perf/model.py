@@ -466,9 +466,10 @@ def _tma_requests(kernel, p, M: int, N: int, K: int, g: Gpu) -> float:
     ``tma_requests_per_misaligned_row`` when it does not (a pitch that is a multiple of 16
     bytes but not of 128: the row spans two lines, and the L2 serves it in more, smaller
     requests: measured, 2.68 a row against 0.58, gpus.json). A's boxes are copied once per
-    tile column, B's once per tile row (split-K's splits share a tile's K range)."""
+    tile column, B's once per tile row (split-K's splits share a tile's K range), or with
+    clusters once per cluster of ``cluster_m`` tile rows (TMA multicast: L2 serves it once)."""
     maps = dict(kernel.tensor_maps(p, M, N, K))
-    loads = {"A": -(-N // p.block_n), "B": -(-M // p.block_m)}
+    loads = {"A": -(-N // p.block_n), "B": -(-M // p.block_m) // p.cluster_m}
     total = 0.0
     for name, times in loads.items():
         m = maps.get(name)

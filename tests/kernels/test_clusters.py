@@ -210,6 +210,25 @@ def test_explain_prices_the_halved_l2_traffic():
     assert two.seconds > 0 and two.limiter
 
 
+def test_explain_prices_bs_l2_requests_once_per_cluster():
+    """At 3000^3 (6000-byte rows: most box rows start off a 128-byte line) L2's read
+    requests bound the copies; with clusters B's box rows are requested once per pair of
+    tile rows: 12 passes over B instead of 24 (128 x 128 tiles)."""
+    from tcsim.perf.gpus import gpu
+
+    g = gpu("H100-SXM")
+    n = 3000
+    starts = np.arange(n)[:, None] * n * 2 + np.arange(0, n, 64)[None, :] * 2
+    aligned = int(np.count_nonzero(starts % 128 == 0))
+    one_pass = aligned * g["tma_requests_per_aligned_row"] + \
+        (starts.size - aligned) * g["tma_requests_per_misaligned_row"]
+    one, two = (tcsim.trace("kernel10", n, n, n, accumulate="f32", block_n=128, warp_n=128,
+                            cluster_m=c).explain() for c in (1, 2))
+    assert one.details["l2_requests"] - two.details["l2_requests"] == pytest.approx(
+        12 * one_pass)
+    assert two.seconds < one.seconds
+
+
 def _sass(params: dict) -> list[str]:
     k = kernel_named("kernel10")
     defines = tuple(sorted(k.defines(k.params(**params)).items()))
