@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 import tcsim
+from tcsim.kernels import ProblemSizeError
 from tcsim.perf.choose import TILE_VARIANTS
 from tcsim.perf.gpus import MissingRateError
 
@@ -109,6 +110,10 @@ def measure(path: str, shapes, runs: int, accumulate: list[str],
                 if p.splits > -(-K // p.block_k):  # ragged shapes run; surplus splits do not
                     continue
                 params[label, acc] = p, overrides, defines
+                try:  # e.g. clusters need pairs of block rows
+                    p.check_problem(M, N, K, KERNEL)
+                except ProblemSizeError:
+                    continue
                 launches = [device_launch(kernel, p, *s, D) for s in sets]
                 launches = [replace(x, defines={**x.defines, **defines}) for x in launches]
                 contenders[label, acc] = partial(bench_gpu._kernel, [launcher(x) for x in launches])

@@ -104,7 +104,7 @@ def _choices_match_where_the_gap_exceeds_3_percent(rows) -> int:
 def test_a_choice_explains_every_candidate_in_words():
     c = choose_tile(tcsim.kernel10, 1024, 1024, 1024)
     tiles = {label for label, v in TILE_VARIANTS["kernel10"].items() if "splits" not in v}
-    assert set(c.explanations) == tiles and len(tiles) == 7 and not c.refused
+    assert set(c.explanations) == tiles and len(tiles) == 8 and not c.refused
     assert c.params == TILE_VARIANTS["kernel10"][c.label]
     assert c.explanation.seconds == min(e.seconds for e in c.explanations.values())
     text = str(c)
