@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EVIDENCE = ROOT / "docs" / "evidence"
 SKINNY = {"384x4096x8192", "256x4096x16384"}  # few 64 x 256 tiles, long K
 # The seven runs the model was revised on (79 cases fitted on, 92 held out), and the runs
-# logged since, all held out: docs/benchmarks.md's sweep (squares, skinny and ragged, bf16)
-# and the deeper stages' exploration.
+# logged since, all held out: docs/benchmarks.md's sweep (squares, skinny and ragged, bf16),
+# the deeper stages' exploration, and issue 35's logged run with the deep rings (FINAL).
 REVISED_ON = {"bench_sweep_kernel10.json", "bench_sweep_kernel10_heldout.json",
               "bench_sweep_splitk.json", "bench_sweep_kernel10_tiles.json",
               "bench_sweep_kernel10_skinny_ksweep.json", "bench_sweep_splitk_ksweep.json",
@@ -26,6 +26,8 @@ REVISED_ON = {"bench_sweep_kernel10.json", "bench_sweep_kernel10_heldout.json",
 LOGGED_SINCE = {"bench_sweep_kernel10_tiles_squares.json", "bench_sweep_kernel10_tiles_skinny.json",
                 "bench_sweep_kernel10_tiles_bf16.json", "bench_sweep_kernel10_stages_clusters.json",
                 "bench_sweep_kernel10_stages_bf16.json"}
+FINAL = {"bench_sweep_kernel10_final_squares.json", "bench_sweep_kernel10_final_skinny.json",
+         "bench_sweep_kernel10_final_bf16.json"}
 
 
 def _wide(r) -> bool:
@@ -46,12 +48,12 @@ def scored() -> list[dict]:
 
 def test_the_score_reads_every_log_and_names_what_it_cannot_price(scored):
     logs = {r["log"] for r in scored}
-    assert logs == REVISED_ON | LOGGED_SINCE
+    assert logs == REVISED_ON | LOGGED_SINCE | FINAL
     skipped = [r for r in scored if "skipped" in r]
     # split-K's first reduction is not the kernel's any more; the exploration's clusters are
     # not modeled
     assert all("6b28e02" in r["skipped"] or "CLUSTER_M" in r["skipped"] for r in skipped)
-    assert not any(r["fitted"] for r in scored if r["log"] in LOGGED_SINCE)
+    assert not any(r["fitted"] for r in scored if r["log"] in LOGGED_SINCE | FINAL)
     text = _bench_sweep().render_score(scored)
     assert "held out:" in text and "not priced" in text
 
@@ -298,3 +300,86 @@ def test_rows_off_128_byte_lines_wait_for_l2_requests():
                         **r["params"]).explain("H100-SXM")
         assert abs(e.seconds / r["seconds"] - 1) <= 0.10, (r["variant"], r["accumulate"])
         assert e.limiter == "l2" and e.details["by_requests"], r["variant"]
+
+
+def _best_of_each_case(scored) -> dict[tuple, dict]:
+    """The fastest measured variant of each (log, shape, inputs, accumulator) of the final logs:
+    the sweep table's row for that case (docs/benchmarks.md)."""
+    best = {}
+    for r in scored:
+        if r["log"] in FINAL and "error" in r:
+            key = r["log"], r["shape"], r["acc"]
+            if key not in best or r["measured_us"] < best[key]["measured_us"]:
+                best[key] = r
+    return best
+
+
+def test_the_final_logs_are_scored_held_out_and_their_misses_counted(scored):
+    """Issue 35's logged run (the deep rings and 192 x 192; 274 priced cases, none fitted on).
+    Every case of 128 x 256 and 192 x 192 is within 10%; the sweep table's rows, the best
+    variant of each case, are within 10% on 22 of 29. The misses are the narrow tiles': 128 x 64
+    at 1024^3 predicted 24-27% slow (f16, f32, bf16 in), the DRAM-bound 128x8192x8192 11%
+    slow, 128 x 128 at 512x4096x4096 14% slow and 64 x 128 at 256x4096x16384 10.2% slow:
+    deeper rings run faster than the model's TMA rate allows (docs/performance.md, "Deep
+    rings")."""
+    final = [r for r in scored if r["log"] in FINAL and "error" in r]
+    assert len(final) == 274 and not any(r["fitted"] for r in final)
+    for tile in ("128x256", "192x192"):
+        mine = [r for r in final if r["variant"] == tile]
+        assert len(mine) == 29 and all(abs(r["error"]) <= 0.10 for r in mine), tile
+    assert sum(abs(r["error"]) <= 0.10 for r in final) >= 213
+    best = _best_of_each_case(scored)
+    assert len(best) == 29
+    missed = {(r["shape"], r["variant"], r["acc"]) for r in best.values()
+              if abs(r["error"]) > 0.10}
+    assert len(missed) <= 7 and all(r["error"] > 0 for r in best.values()
+                                    if abs(r["error"]) > 0.10)
+
+
+NCU_RINGS = EVIDENCE / "ncu_rings_h100_2026-11-26.json"
+
+
+def _rings() -> list[dict]:
+    return [r for r in json.loads(NCU_RINGS.read_text()) if r["name"] == "kernel10"]
+
+
+def test_l2_looks_up_sectors_at_its_measured_read_bandwidth_at_most():
+    """Nsight Compute on kernel10's narrow tiles at deep and 4-stage rings, and the wide ones, at
+    seven shapes (56 launches): the L2 sectors TMA's reads look up
+    (lts__t_sectors_srcunit_tex_op_read) never come faster than the L2 read bandwidth measured
+    by another benchmark (gpus.json's l2_bytes_per_s), and 128 x 64 at 3072^3 meets it (its
+    tensor pipe 41% busy): the L2's lookups, not TMA's bytes, are its ceiling."""
+    rows = _rings()
+    assert len(rows) == 56
+    ceiling = gpu("H100-SXM")["l2_bytes_per_s"]
+    rate = {(tuple(r["shape"]), r["who"]): r["lts__t_sectors_srcunit_tex_op_read.sum"] * 32
+            / (r["gpu__time_duration.sum"] * 1e-9) for r in rows}
+    assert max(rate.values()) <= ceiling * 1.01
+    assert rate[(3072, 3072, 3072), "128x64"] >= 0.98 * ceiling
+
+
+def test_deep_rings_move_tma_bytes_faster_than_the_models_rate_on_skinny_shapes():
+    """What the model lacks (docs/performance.md, "Deep rings"): TMA's bytes arrive at
+    l2_bytes_per_s over the share of them L2 looks up, and that share is not a constant. On
+    the skinny shapes the narrow tiles at their deep rings (8 stages) are looked up at 0.37-0.42
+    of TMA's sectors and move 12.7-14.4 TB/s over the whole launch, above the 11.19 TB/s the
+    model takes for 128-row tiles in groups; at 4 stages the share is 0.44-0.58 and the rate
+    8.5-9.7 TB/s. At 3072^3, 128 x 64's share is 0.75-0.84 and its rate 8.6 TB/s."""
+    rows = {(tuple(r["shape"]), r["who"]): r for r in _rings()}
+    model_rate = gpu("H100-SXM")["l2_tma_grouped_bytes_per_s"]
+
+    def share(r):
+        return r["lts__t_sectors_srcunit_tex_op_read.sum"] * 32 / \
+            r["l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"]
+
+    def tma_rate(r):
+        return r["l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"] / \
+            (r["gpu__time_duration.sum"] * 1e-9)
+
+    for shape in ((512, 4096, 4096), (256, 4096, 16384), (256, 8192, 8192)):
+        for tile in ("128x64", "64x128"):
+            deep, four = rows[shape, tile], rows[shape, f"{tile} +stages=4"]
+            assert share(deep) < 0.43 < share(four), (shape, tile)
+            assert tma_rate(deep) > 1.1 * model_rate and tma_rate(four) < 0.9 * model_rate
+    square = rows[(3072, 3072, 3072), "128x64"]
+    assert share(square) > 0.8 and tma_rate(square) < 0.8 * model_rate

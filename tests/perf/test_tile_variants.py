@@ -106,3 +106,20 @@ def test_on_the_first_narrow_run_the_choice_is_within_5_percent_on_13_of_14():
     slower = _chosen_against_measured(_rows("bench_sweep_kernel10_tiles.json"))
     assert len(slower) == 14
     assert sum(s <= 0.05 for s in slower.values()) >= 13, slower
+
+
+FINAL = ("bench_sweep_kernel10_final_squares.json", "bench_sweep_kernel10_final_skinny.json",
+         "bench_sweep_kernel10_final_bf16.json")  # issue 35's logged run: deep rings, 192 x 192
+
+
+def test_on_the_final_logs_the_choice_is_within_5_percent_on_25_of_29():
+    """Issue 35's logged run (seven tiles with their deep rings, split-K): 29 shape x
+    accumulator x input cases. The choice is within 5% of the measured fastest on 25 and within
+    9% on all. It misses where explain prices the narrow tiles' deep rings too slow (docs/
+    performance.md, "Deep rings"): 128x8192x8192 (f16 +7%, f32 +8%), 1024^3 f16 (+7%: 128 x
+    64 ran fastest) and 256x8192x8192 bf16 (+6%)."""
+    slower = {(name, *case): s for name in FINAL
+              for case, s in _chosen_against_measured(_rows(name)).items()}
+    assert len(slower) == 29
+    assert sum(s <= 0.05 for s in slower.values()) >= 25, slower
+    assert max(slower.values()) <= 0.09, slower
