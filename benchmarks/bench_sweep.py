@@ -92,6 +92,7 @@ EVIDENCE = (FIT_LOG, SKINNY_LOG, SPLIT_LOG, "docs/evidence/bench_sweep_kernel10_
 SUPERSEDED = {"docs/evidence/bench_sweep_splitk_first_reduction.json":
               "split-K's first reduction (commit 6b28e02), not today's"}
 FITTED = {"launch_seconds": [x * 1e-6 for x in np.arange(3.0, 7.01, 0.25)],
+          "l2_tma_grouped_64_bytes_per_cycle": list(np.arange(7000.0, 11001.0, 100.0)),
           LOOKUP_FACTOR: [float(x) for x in np.round(np.arange(1.0, 1.61, 0.05), 2)],
           "dram_tma_gemm_bytes_per_s": [x * 1e12 for x in np.arange(2.0, 3.21, 0.1)],
           "tma_stage_handoff_cycles": list(np.arange(0.0, 2001.0, 50.0)),

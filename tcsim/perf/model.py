@@ -457,7 +457,7 @@ def _tma_rate(p, g: Gpu, hz: float, M: int, N: int) -> float:
     per SM cycle."""
     if p.group_m <= 1:
         return g["l2_tma_rows_bytes_per_s"]
-    if LOOKUPS in g.constants:
+    if LOOKUPS in g.constants and p.block_n <= NARROW:
         return g["l2_bytes_per_s"] / lookup_share(p, M, N, g)
     if p.block_m == 64 and GROUPED_64 in g.constants:
         return g[GROUPED_64] * hz
@@ -499,6 +499,7 @@ def lockstep_lookups(block_m: int, block_n: int, group_m: int, M: int, N: int, s
 
 GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"
 LOOKUPS = "l2_tma_lookup_factor"
+NARROW = 128  # tiles this wide or narrower: TMA's rate from L2's lookups
 HANDOFF = "tma_stage_handoff_cycles"
 REQUESTS = "l2_tma_requests_per_s"
 LINE = 128  # bytes: an L2 line, and a box row of the 128-byte swizzle
