@@ -212,7 +212,8 @@ def _priced(kernel: str, row: dict, gpu="H100-SXM") -> dict:
 
 def score(paths=EVIDENCE, gpu="H100-SXM") -> list[dict]:
     """Every kernel case of the logs ``paths`` (relative to the repository) with explain's
-    prediction and error; ``fitted`` marks the cases of `FIT`, ``skipped`` says why a case is
+    prediction and error; ``fitted`` marks the cases a constant was fitted on (``fit`` names
+    the set: "FIT" or "LOOKUP_FIT"), ``skipped`` says why a case is
     not priced."""
     out = []
     for path in paths:
@@ -223,7 +224,9 @@ def score(paths=EVIDENCE, gpu="H100-SXM") -> list[dict]:
             r = {"log": Path(path).name, "shape": "x".join(map(str, row["shape"])),
                  "variant": row["variant"], "acc": row["accumulate"],
                  "measured_us": row["seconds"] * 1e6,
-                 "fitted": fitted(path, row)}
+                 "fitted": fitted(path, row),
+                 "fit": "FIT" if _in(FIT, path, row) else "LOOKUP_FIT" if fitted(path, row)
+                 else ""}
             if path in SUPERSEDED and row["params"].get("splits", 1) > 1:
                 r["skipped"] = SUPERSEDED[path]
             else:
@@ -310,12 +313,16 @@ def fit(rounds: int = 2, gpu: str = "H100-SXM") -> dict[str, float]:
     for _ in range(rounds):
         for name, grid in FITTED.items():
             values[name] = min(grid, key=lambda v: worse({**values, name: v}, name))
-    built, held = (max(map(abs, errors(values, lambda f, _: f == want)), default=0.0)
+    built, held = (max(map(abs, errors(values, partial(_same, want))), default=0.0)
                    for want in (True, False))
     print(", ".join(f"{k} {v:.4g}" for k, v in values.items()))
     print(f"max |error|: {built:.1%} on the {sum(c[2] for c in cases)} fitted cases, "
           f"{held:.1%} on the {sum(not c[2] for c in cases)} held out")
     return values
+
+
+def _same(want: bool, fitted_case: bool, _on_fit: bool) -> bool:
+    return fitted_case == want
 
 
 def fitted(path: str, row: dict) -> bool:

@@ -59,22 +59,24 @@ launch adds its fixed cost. TMA's rate is the one measured for a GEMM's
 tiles copied in the same order with nothing computed: when the tiles in flight are taken in
 groups of block rows, SMs ask for the same lines at about the same time, and the L2 serves
 them with fewer lookups (measured: Nsight Compute's L2 lookups are 0.59 of TMA's bytes in
-kernel8's order, 0.97 along N), so the copies run faster. In groups, where the GPU
-description has L2's lookup factor, TMA's rate is L2's read bandwidth over the share of TMA's
-sectors L2 looks up (`lookup_share`): a GPC's L2 request coalescer sends one request for its
-SMs that ask for a line together, so the share is counted per (box, GPC) for a wave in
-lockstep and scaled by a factor for SMs out of step (measured with Nsight Compute:
-0.33-0.90 of the sectors looked up, 1.1-2.1 times the lockstep count, and the lookups never
-faster than L2's read bandwidth; the factor is fitted). An SM's copies take its share of that
-rate among the busy SMs, up to what one SM alone reaches. L2 also serves TMA's read requests at a rate of its own, and a
-box row that does not start on a 128-byte line (a row pitch that is a multiple of 16 bytes
-but not of 128: 3000 f16 elements) costs 4.6 times the requests of one that does (measured
-with Nsight Compute: kernel10 at 3000^3 asks for 13.7M against 3.4M at 3072^3 and runs at
-that rate), so such rows bound the copies by their requests: chip-wide, and as the busy SMs'
-shares in a block's chain (`_tma_requests`). DRAM bytes come from an L2 reuse
-model: the tiles of one wave (in the kernel's tile order) read each A row-panel and B
-column-panel they share once; the next wave reads them again unless A and B fit in L2. Local
-memory goes to DRAM when the resident threads' local bytes do not fit in half of L2.
+kernel8's order, 0.97 along N), so the copies run faster; 64-row tiles in groups have a rate
+of their own, per SM cycle. For tiles 128 wide or narrower in groups, where the GPU description
+has L2's lookup factor, TMA's rate is L2's read bandwidth over the share of TMA's sectors L2
+looks up (`lookup_share`): a GPC's L2 request coalescer sends one request for its SMs that
+ask for a line together, so the share is counted per (box, GPC) for a wave in lockstep and
+scaled by a factor for SMs out of step (measured with Nsight Compute: 0.33-0.90 of the
+sectors looked up, 1.1-2.1 times the lockstep count, and the lookups never faster than L2's
+read bandwidth; the factor is fitted). An SM's copies take its share of that rate among the
+busy SMs, up to what one SM alone reaches. L2 also serves TMA's read requests at a rate of
+its own, and a box row that does not start on a 128-byte line (a row pitch that is a
+multiple of 16 bytes but not of 128: 3000 f16 elements) costs 4.6 times the requests of
+one that does (measured with Nsight Compute: kernel10 at 3000^3 asks for 13.7M against
+3.4M at 3072^3 and runs at that rate), so such rows bound the copies by their requests:
+chip-wide, and as the busy SMs' shares in a block's chain (`_tma_requests`). DRAM bytes come
+from an L2 reuse model: the tiles of one wave (in the kernel's tile order) read each A
+row-panel and B column-panel they share once; the next wave reads them again unless A and B
+fit in L2. Local memory goes to DRAM when the resident threads' local bytes do not fit in
+half of L2.
 
 Cycles become seconds at the clock the GPU holds under the kernel's tensor load: the clock
 measured under an mma.sync load; for a wgmma kernel, the clock the power cap allows a wgmma
@@ -86,8 +88,9 @@ for that share of a busy SM. The largest term is the limiter; a unit busy less t
 predicted time is not, and latency is (Nsight Compute's rule); latency whose launch and fill
 make a quarter of the time is a small problem's. When L1's data pipe limits and
 most of its wavefronts are shared memory's, the limiter is named "shared". Every constant comes
-from the GPU description, with its source; five of them (the launch's cost, L2's lookup
-factor, DRAM's rate for TMA boxes, the stage handoff, split-K's turn) are fitted on named cases
+from the GPU description, with its source; six of them (the launch's cost, 64-row tiles' TMA
+rate, L2's lookup factor, DRAM's rate for TMA boxes, the stage handoff, split-K's turn) are
+fitted on named cases
 of issue 35's runs (`benchmarks/bench_sweep.py --fit`; the others of its logs held out), the
 others measured; none is fitted to one kernel.
 """
@@ -451,10 +454,11 @@ def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
 def _tma_rate(p, g: Gpu, hz: float, M: int, N: int) -> float:
     """Bytes per second TMA copies a GEMM's tiles at: faster when the tiles in flight come in
     groups of block rows (their SMs ask for the same lines together) than along N. In groups,
-    where the GPU description has the L2's lookup share (`LOOKUPS`): L2's read bandwidth over
-    the share of TMA's sectors it looks up (`lookup_share`). Without it, the measured rate of
-    a GEMM's copies; 64-row tiles in groups have a rate of their own (`GROUPED_64`), in bytes
-    per SM cycle."""
+    tiles up to `NARROW` wide, where the GPU description has L2's lookup factor (`LOOKUPS`):
+    L2's read bandwidth over the share of TMA's sectors it looks up (`lookup_share`; with it
+    for the wider tiles too, 64 x 256 came out 8-12% fast on the squares' many waves).
+    Otherwise the measured rate of a GEMM's copies; 64-row tiles in groups have a rate of their
+    own (`GROUPED_64`), in bytes per SM cycle."""
     if p.group_m <= 1:
         return g["l2_tma_rows_bytes_per_s"]
     if LOOKUPS in g.constants and p.block_n <= NARROW:

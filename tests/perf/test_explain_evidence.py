@@ -53,7 +53,10 @@ def test_the_score_reads_every_log_and_names_what_it_cannot_price(scored):
     # split-K's first reduction is not the kernel's any more; the exploration's clusters are
     # not modeled
     assert all("6b28e02" in r["skipped"] or "CLUSTER_M" in r["skipped"] for r in skipped)
-    assert not any(r["fitted"] for r in scored if r["log"] in LOGGED_SINCE | FINAL)
+    # the runs logged since the revision are fitted for L2's lookup factor alone; the final
+    # run is held out
+    assert all(r["fit"] == "LOOKUP_FIT" for r in scored if r["log"] in LOGGED_SINCE)
+    assert not any(r["fitted"] for r in scored if r["log"] in FINAL)
     text = _bench_sweep().render_score(scored)
     assert "held out:" in text and "not priced" in text
 
@@ -66,7 +69,7 @@ def test_every_case_of_the_wide_tiles_is_within_10_percent_fitted_or_held_out(sc
     split-K's turns missed 12 of the held-out unsplit cases (by up to 20%) and 4 of split-K's 6
     (by up to 28%)."""
     priced = [r for r in scored if "error" in r and _wide(r) and r["log"] in REVISED_ON]
-    fitted = [r for r in priced if r["fitted"]]
+    fitted = [r for r in priced if r["fit"] == "FIT"]
     assert len(fitted) == 79 and len(priced) - len(fitted) == 92
     assert sum("split" in r["variant"] for r in priced if not r["fitted"]) == 6
     missed = {(r["log"], r["shape"], r["variant"], r["acc"]): f"{r['error']:+.1%}"
@@ -75,28 +78,26 @@ def test_every_case_of_the_wide_tiles_is_within_10_percent_fitted_or_held_out(sc
 
 
 def test_the_narrow_tiles_cases_are_priced_and_their_misses_are_counted(scored):
-    """The narrower tiles of the logs `score` reads (the tiles' run: 128 x 128, 64 x 128,
-    128 x 64 and 128 x 128 split 2 at 7 shapes, f16 and f32; 49 cases, all held out): priced
-    with the measured wgmma m64n128k16 and m64n64k16 rates, 30 within 10% and none beyond 18%.
-    Not issue 35's bar: 128 x 64 is predicted 12-17% fast at 2048^3 and up and on the skinny
-    shapes (8 cases), 64 x 128 and 128 x 128 split 2 up to 18% and
-    15% slow at 1024^3 and 1536^3 (docs/performance.md, "What it does not know yet"; the docs'
-    later sweep logs, docs/benchmarks.md, are not in `score`'s list)."""
+    """The narrower tiles of the tiles' run (128 x 128, 64 x 128, 128 x 64 and 128 x 128 split 2
+    at 7 shapes, f16 and f32; 49 cases, fitted on for L2's lookup factor alone): 36 within 10%
+    and none beyond 17% (30 and 18% when TMA's rate was a constant). Not issue 35's bar: 64 x
+    128 at 1024^3 and 1536^3 is predicted up to 17% slow, 128 x 64 at 512x4096x4096 and
+    256x4096x16384 up to 16% fast (docs/performance.md, "Deep rings")."""
     narrow = [r for r in scored if "error" in r and not _wide(r) and r["log"] in REVISED_ON]
     assert len(narrow) == 49 and {r["log"] for r in narrow} == {"bench_sweep_kernel10_tiles.json"}
-    assert not any(r["fitted"] for r in narrow)
-    assert sum(abs(r["error"]) <= 0.10 for r in narrow) >= 30
-    assert max(abs(r["error"]) for r in narrow) <= 0.18
-    beyond = [r for r in narrow if r["variant"] == "128x64" and abs(r["error"]) > 0.10]
-    assert len(beyond) == 8 and all(r["error"] < 0 for r in beyond)  # 8 predicted fast
+    assert all(r["fit"] == "LOOKUP_FIT" for r in narrow)
+    assert sum(abs(r["error"]) <= 0.10 for r in narrow) >= 36
+    assert max(abs(r["error"]) for r in narrow) <= 0.17
 
 
 def test_the_runs_logged_since_are_held_out_and_their_misses_named(scored):
     """docs/benchmarks.md's logged sweep (squares, skinny and ragged, bf16 in) and the deeper
-    stages' exploration, none fitted on: 230 priced cases. The wide tiles' misses are named
-    here (none of the seven runs the model was revised on misses); 3000^3, whose rows are off
-    128-byte lines, is within 10% on every tile but 64 x 128 at 4 stages (+12%; the model that
-    counted bytes alone was 24-49% fast on all 19)."""
+    stages' exploration, fitted on for L2's lookup factor alone (the other constants hold them
+    out): 230 priced cases. The wide tiles' misses are named here (none of the seven runs the
+    model was revised on misses); the narrow tiles' within 10% on 132 of 161 (123 when TMA's
+    rate was a constant); 3000^3, whose rows are off 128-byte lines, is within 10% on every tile
+    but 64 x 128 at 4 stages (+12%; the model that counted bytes alone was 24-49% fast on all
+    19)."""
     since = [r for r in scored if "error" in r and r["log"] in LOGGED_SINCE]
     assert len(since) == 230
     wide = [r for r in since if _wide(r)]
@@ -112,7 +113,7 @@ def test_the_runs_logged_since_are_held_out_and_their_misses_named(scored):
         ("bench_sweep_kernel10_tiles_bf16.json", "8192x8192x8192", "64x256", "f32", 0.11),
         ("bench_sweep_kernel10_tiles_bf16.json", "8192x8192x8192", "64x256", "f32", 0.14)}
     narrow = [r for r in since if not _wide(r)]
-    assert sum(abs(r["error"]) <= 0.10 for r in narrow) >= 123
+    assert sum(abs(r["error"]) <= 0.10 for r in narrow) >= 132
     ragged = [r for r in since if r["shape"] == "3000x3000x3000"]
     assert len(ragged) == 19 and all(abs(r["error"]) <= 0.125 for r in ragged)
     assert sum(abs(r["error"]) <= 0.10 for r in ragged) >= 18
@@ -315,25 +316,27 @@ def _best_of_each_case(scored) -> dict[tuple, dict]:
 
 
 def test_the_final_logs_are_scored_held_out_and_their_misses_counted(scored):
-    """Issue 35's logged run (the deep rings and 192 x 192; 274 priced cases, none fitted on).
-    Every case of 128 x 256 and 192 x 192 is within 10%; the sweep table's rows, the best
-    variant of each case, are within 10% on 22 of 29. The misses are the narrow tiles': 128 x 64
-    at 1024^3 predicted 24-27% slow (f16, f32, bf16 in), the DRAM-bound 128x8192x8192 11%
-    slow, 128 x 128 at 512x4096x4096 14% slow and 64 x 128 at 256x4096x16384 10.2% slow:
-    deeper rings run faster than the model's TMA rate allows (docs/performance.md, "Deep
-    rings")."""
+    """Issue 35's logged run (the deep rings and 192 x 192; 274 priced cases, none fitted on):
+    223 within 10% (213 when TMA's rate was a constant). Every case of 128 x 256 and 192 x 192
+    is within 10%, and 21 of 128 x 64's 29 (9). The sweep table's rows, the best variant of
+    each case, are within 10% on 25 of 29 (22); the misses are predicted slow: 128 x 64 at
+    1024^3 (f16 +10.5%, bf16 +11.8%; its SMs wait 2.5 us of the launch, the fitted launch is
+    5 us) and 128x8192x8192 (+11%, DRAM at the fitted 2.7 TB/s for TMA boxes; the deep rings
+    reach 2.9 or more). Before, 128 x 128 at 512x4096x4096 (+14%) and 64 x 128 at
+    256x4096x16384 (+10.2%) missed too, and 128 x 64 at 1024^3 by 24-27%."""
     final = [r for r in scored if r["log"] in FINAL and "error" in r]
     assert len(final) == 274 and not any(r["fitted"] for r in final)
     for tile in ("128x256", "192x192"):
         mine = [r for r in final if r["variant"] == tile]
         assert len(mine) == 29 and all(abs(r["error"]) <= 0.10 for r in mine), tile
-    assert sum(abs(r["error"]) <= 0.10 for r in final) >= 213
+    assert sum(abs(r["error"]) <= 0.10 for r in final) >= 223
+    assert sum(abs(r["error"]) <= 0.10 for r in final if r["variant"] == "128x64") >= 21
     best = _best_of_each_case(scored)
     assert len(best) == 29
-    missed = {(r["shape"], r["variant"], r["acc"]) for r in best.values()
+    missed = {(r["shape"], r["variant"], r["acc"]): round(r["error"], 3) for r in best.values()
               if abs(r["error"]) > 0.10}
-    assert len(missed) <= 7 and all(r["error"] > 0 for r in best.values()
-                                    if abs(r["error"]) > 0.10)
+    assert len(missed) <= 4 and all(e < 0.12 for e in missed.values()), missed
+    assert {shape for shape, _, _ in missed} <= {"1024x1024x1024", "128x8192x8192"}
 
 
 NCU_RINGS = EVIDENCE / "ncu_rings_h100_2026-11-26.json"
