@@ -118,11 +118,13 @@ def test_on_the_final_logs_the_choice_is_within_5_percent_on_23_of_29():
     accumulator x input cases. The choice is within 5% of the measured fastest on 23 (25 when
     TMA's rate was a constant) and within 14% on all. It misses 512x4096x4096 (f16 +12%, f32
     +14%: 128 x 64 predicted as fast as 128 x 128, 0.1% apart, and 15-17% fast), 128x8192x8192
-    (f16 +7%, f32 +8%: explain prices its DRAM too slow) and 256x8192x8192 (+5-6%)."""
+    (f16 +7%, f32 +8%: explain prices its DRAM too slow) and 256x8192x8192 (+5-6%). Every
+    square, 1024^3 included (128 x 64: 64 x 128 before, 7% slower with f16), within 2%."""
     slower = {(name, *case): s for name in FINAL
               for case, s in _chosen_against_measured(_rows(name)).items()}
     assert len(slower) == 29
     assert sum(s <= 0.05 for s in slower.values()) >= 23, slower
     assert max(slower.values()) <= 0.14, slower
-    assert all(s == 0.0 for (name, shape, *_), s in slower.items() if len(set(shape)) == 1
-               and shape[0] >= 1536), slower
+    # every square gets its measured best or one within 2% (3072^3 and 8192^3, f32)
+    assert all(s <= 0.02 for (name, shape, *_), s in slower.items() if len(set(shape)) == 1), \
+        slower
