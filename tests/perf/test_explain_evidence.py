@@ -386,3 +386,22 @@ def test_deep_rings_move_tma_bytes_faster_than_the_models_rate_on_skinny_shapes(
             assert tma_rate(deep) > 1.1 * model_rate and tma_rate(four) < 0.9 * model_rate
     square = rows[(3072, 3072, 3072), "128x64"]
     assert share(square) > 0.8 and tma_rate(square) < 0.8 * model_rate
+
+
+def test_lockstep_lookups_count_a_box_once_per_gpc():
+    """The lockstep count by hand, 512x4096 in 128 x 64 tiles (4 tile rows, 64 columns, groups
+    of 16 rows: column by column), 132 SMs: with one GPC, each wave looks up each of its rows'
+    and columns' boxes once (wave 1: 4 rows, 33 columns; wave 2: 4 rows, 31 columns); with a GPC
+    per SM nothing is shared; with 8, block b on GPC b x 8 // 132, a row's A box is asked by
+    every GPC and a column's four blocks straddle a GPC's edge in 6 of wave 1's 33 columns
+    (blocks 17, 33, 50, 66, 83, 99 begin GPCs; 116 begins a column too) and 6 of wave 2's 31."""
+    from tcsim.perf.model import lockstep_lookups
+
+    total = 256 * (128 + 64)
+    assert lockstep_lookups(128, 64, 16, 512, 4096, 132, 1) == \
+        pytest.approx(((4 + 4) * 128 + (33 + 31) * 64) / total)
+    assert lockstep_lookups(128, 64, 16, 512, 4096, 132, 132) == pytest.approx(1.0)
+    a_boxes = 2 * 4 * 8  # two waves, four rows, each asked by all 8 GPCs
+    b_boxes = (33 + 6) + (31 + 6)  # columns, and those straddling a GPC's edge
+    expected = (a_boxes * 128 + b_boxes * 64) / total
+    assert lockstep_lookups(128, 64, 16, 512, 4096, 132, 8) == pytest.approx(expected)
