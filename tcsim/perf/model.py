@@ -326,6 +326,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
                "l2_bytes": l2_bytes, "l2_requests": requests, "by_requests": by_requests,
                "dram_bytes": dram_bytes, "prefetch": prefetch,
+               "lookup_share": lookup_share(p, M, N, g) if tma and p.group_m > 1
+               and p.block_n <= NARROW and LOOKUPS in g.constants else None,
                "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch, "sms": sms,
                "fixed_share": (launch + fill / hz) / seconds}
     reason = _reason(limiter, trace, occ, details, g)
@@ -599,6 +601,11 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
         return (f"L2's read requests: {d['l2_requests'] / 1e6:,.2f}M for TMA's box rows, most "
                 "not on a 128-byte line (a row pitch that is not a multiple of 128 bytes: each "
                 f"such row costs several requests), at {g[REQUESTS] / 1e9:.0f}G a second")
+    if limiter == "l2" and d.get("lookup_share"):
+        return (f"L2's lookups: {d['l2_bytes'] / 1e9:,.2f} GB of TMA copies, of which L2 looks "
+                f"up {d['lookup_share']:.0%} (the SMs of a GPC that ask for a line together "
+                f"share a request), at its read bandwidth; {d['dram_bytes'] / 1e9:,.2f} GB "
+                "from DRAM")
     if limiter in ("l2", "dram"):
         return (f"{limiter} bandwidth: {d['l2_bytes'] / 1e9:,.2f} GB through L2, "
                 f"{d['dram_bytes'] / 1e9:,.2f} GB from DRAM")

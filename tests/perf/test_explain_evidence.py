@@ -405,3 +405,15 @@ def test_lockstep_lookups_count_a_box_once_per_gpc():
     b_boxes = (33 + 6) + (31 + 6)  # columns, and those straddling a GPC's edge
     expected = (a_boxes * 128 + b_boxes * 64) / total
     assert lockstep_lookups(128, 64, 16, 512, 4096, 132, 8) == pytest.approx(expected)
+
+
+def test_a_narrow_tile_limited_by_l2_names_its_lookups():
+    """64 x 128 at 4096^3 (issue 35's final run: 299-304 us, predicted 23-24% fast: the
+    lookups' worst case) is limited by L2's lookups, and the reason says what share of TMA's
+    sectors L2 looks up; 128 x 256, whose copies keep the measured rate, says nothing of it."""
+    e = tcsim.trace("kernel10", 4096, 4096, 4096, block_m=64, block_n=128, warp_n=128,
+                    stages=8).explain("H100-SXM")
+    assert e.limiter == "l2" and "looks up" in e.reason
+    assert 0.2 < e.details["lookup_share"] < 1.0
+    wide = tcsim.trace("kernel10", 4096, 4096, 4096).explain("H100-SXM")
+    assert wide.details["lookup_share"] is None
