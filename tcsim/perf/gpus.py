@@ -3,7 +3,7 @@ source (``gpus.json`` beside this module).
 
 The H100 SXM entry is measured on this project's H100 by ``benchmarks/bench_gpu_constants.py``
 (tensor rates, shared-memory wavefronts, latencies, bandwidths, the clock) and the CUDA
-programming guide's per-SM limits, but five constants whose source begins "FITTED": fitted on
+programming guide's per-SM limits, but six constants whose source begins "FITTED": fitted on
 named cases of issue 35's runs (``benchmarks/bench_sweep.py --fit``), the rest of them held out.
 The other GPUs come from published figures and are labelled ``measured: false`` (unverified
 here). The model never fits a constant to one kernel.

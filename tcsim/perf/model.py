@@ -60,16 +60,23 @@ tiles copied in the same order with nothing computed: when the tiles in flight a
 groups of block rows, SMs ask for the same lines at about the same time, and the L2 serves
 them with fewer lookups (measured: Nsight Compute's L2 lookups are 0.59 of TMA's bytes in
 kernel8's order, 0.97 along N), so the copies run faster; 64-row tiles in groups have a rate
-of their own, per SM cycle. An SM's copies take its share of that rate among the busy SMs, up
-to what one SM alone reaches. L2 also serves TMA's read requests at a rate of its own, and a
-box row that does not start on a 128-byte line (a row pitch that is a multiple of 16 bytes
-but not of 128: 3000 f16 elements) costs 4.6 times the requests of one that does (measured
-with Nsight Compute: kernel10 at 3000^3 asks for 13.7M against 3.4M at 3072^3 and runs at
-that rate), so such rows bound the copies by their requests: chip-wide, and as the busy SMs'
-shares in a block's chain (`_tma_requests`). DRAM bytes come from an L2 reuse
-model: the tiles of one wave (in the kernel's tile order) read each A row-panel and B
-column-panel they share once; the next wave reads them again unless A and B fit in L2. Local
-memory goes to DRAM when the resident threads' local bytes do not fit in half of L2.
+of their own, per SM cycle. For tiles 128 wide or narrower in groups, where the GPU description
+has L2's lookup factor, TMA's rate is L2's read bandwidth over the share of TMA's sectors L2
+looks up (`lookup_share`): a GPC's L2 request coalescer sends one request for its SMs that
+ask for a line together, so the share is counted per (box, GPC) for a wave in lockstep and
+scaled by a factor for SMs out of step (measured with Nsight Compute: 0.33-0.90 of the
+sectors looked up, 1.1-2.1 times the lockstep count, and the lookups never faster than L2's
+read bandwidth; the factor is fitted). An SM's copies take its share of that rate among the
+busy SMs, up to what one SM alone reaches. L2 also serves TMA's read requests at a rate of
+its own, and a box row that does not start on a 128-byte line (a row pitch that is a
+multiple of 16 bytes but not of 128: 3000 f16 elements) costs 4.6 times the requests of
+one that does (measured with Nsight Compute: kernel10 at 3000^3 asks for 13.7M against
+3.4M at 3072^3 and runs at that rate), so such rows bound the copies by their requests:
+chip-wide, and as the busy SMs' shares in a block's chain (`_tma_requests`). DRAM bytes come
+from an L2 reuse model: the tiles of one wave (in the kernel's tile order) read each A
+row-panel and B column-panel they share once; the next wave reads them again unless A and B
+fit in L2. Local memory goes to DRAM when the resident threads' local bytes do not fit in
+half of L2.
 
 Cycles become seconds at the clock the GPU holds under the kernel's tensor load: the clock
 measured under an mma.sync load; for a wgmma kernel, the clock the power cap allows a wgmma
@@ -81,16 +88,19 @@ for that share of a busy SM. The largest term is the limiter; a unit busy less t
 predicted time is not, and latency is (Nsight Compute's rule); latency whose launch and fill
 make a quarter of the time is a small problem's. When L1's data pipe limits and
 most of its wavefronts are shared memory's, the limiter is named "shared". Every constant comes
-from the GPU description, with its source; five of them (the launch's cost, 64-row tiles' TMA
-rate, DRAM's rate for TMA boxes, the stage handoff, split-K's turn) are fitted on named cases
+from the GPU description, with its source; six of them (the launch's cost, 64-row tiles' TMA
+rate, L2's lookup factor, DRAM's rate for TMA boxes, the stage handoff, split-K's turn) are
+fitted on named cases
 of issue 35's runs (`benchmarks/bench_sweep.py --fit`; the others of its logs held out), the
 others measured; none is fitted to one kernel.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -224,7 +234,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
 
     def at(hz: float) -> dict:
         """The time at SM clock ``hz``: what is counted in cycles and what in bytes/s meet."""
-        tma_rate = _tma_rate(p, g, hz) if tma or tma_sectors else 0.0
+        tma_rate = _tma_rate(p, g, hz, M, N) if tma or tma_sectors else 0.0
 
         def wave(busy: int, last: bool) -> dict:
             """One block's chain in a wave of ``busy`` SMs (the ``last`` wave or one before),
@@ -305,7 +315,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     full = blocks / concurrent
     # L2 limits through its read requests rather than TMA's bytes: rows not 128-byte aligned
     by_requests = bool(requests) and requests / g[REQUESTS] > \
-        tma_sectors * SECTOR / _tma_rate(p, g, hz)
+        tma_sectors * SECTOR / _tma_rate(p, g, hz, M, N)
     details = {"tiles": tiles, "splits": splits, "blocks": blocks,
                "reduction_cycles": reduction, "per_block_cycles": per_block,
                "chain_cycles": chain, "tensor_idle_cycles": tensor_idle,
@@ -316,6 +326,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
                "l2_bytes": l2_bytes, "l2_requests": requests, "by_requests": by_requests,
                "dram_bytes": dram_bytes, "prefetch": prefetch,
+               "lookup_share": lookup_share(p, M, N, g) if tma and p.group_m > 1
+               and p.block_n <= NARROW and LOOKUPS in g.constants else None,
                "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch, "sms": sms,
                "fixed_share": (launch + fill / hz) / seconds}
     reason = _reason(limiter, trace, occ, details, g)
@@ -441,20 +453,60 @@ def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
     return min(int(g["max_registers_per_thread"]), budget // 8 * 8), "declared budget"
 
 
-def _tma_rate(p, g: Gpu, hz: float) -> float:
+def _tma_rate(p, g: Gpu, hz: float, M: int, N: int) -> float:
     """Bytes per second TMA copies a GEMM's tiles at: faster when the tiles in flight come in
-    groups of block rows (their SMs ask for the same lines together) than along N. 64-row
-    tiles in groups have a rate of their own (`GROUPED_64`), in bytes per SM cycle: kernel10's
-    64 x 256 tiles take 1.6-2.7% longer with f32 accumulators than with f16 on every shape
-    where that rate limits them (bench_sweep_kernel10.json), as the clock does."""
+    groups of block rows (their SMs ask for the same lines together) than along N. In groups,
+    tiles up to `NARROW` wide, where the GPU description has L2's lookup factor (`LOOKUPS`):
+    L2's read bandwidth over the share of TMA's sectors it looks up (`lookup_share`; with it
+    for the wider tiles too, 64 x 256 came out 8-12% fast on the squares' many waves).
+    Otherwise the measured rate of a GEMM's copies; 64-row tiles in groups have a rate of their
+    own (`GROUPED_64`), in bytes per SM cycle."""
     if p.group_m <= 1:
         return g["l2_tma_rows_bytes_per_s"]
+    if LOOKUPS in g.constants and p.block_n <= NARROW:
+        return g["l2_bytes_per_s"] / lookup_share(p, M, N, g)
     if p.block_m == 64 and GROUPED_64 in g.constants:
         return g[GROUPED_64] * hz
     return g["l2_tma_grouped_bytes_per_s"]
 
 
+def lookup_share(p, M: int, N: int, g: Gpu) -> float:
+    """The share of TMA's sectors the L2 looks up: the GPC's L2 request coalescer sends one
+    request for the SMs of a GPC that ask for the same line together (Nsight Compute: L2
+    looks up 0.33-0.90 of kernel10's TMA sectors, lts__t_sectors_srcunit_tex_op_read against
+    l1tex__m_xbar2l1tex_read_bytes, docs/evidence/ncu_rings_h100_2026-11-26.json). Counted in
+    lockstep (`lockstep_lookups`) and scaled by the measured ratio of the two (`LOOKUPS`):
+    SMs do not ask for a line at quite the same moment."""
+    return min(1.0, g[LOOKUPS] * lockstep_lookups(p.block_m, p.block_n, p.group_m, M, N,
+                                                  int(g["sms"]), int(g["gpcs"]), p.cluster_m))
+
+
+@functools.lru_cache(maxsize=4096)
+def lockstep_lookups(block_m: int, block_n: int, group_m: int, M: int, N: int, sms: int,
+                     gpcs: int, cluster_m: int = 1) -> float:
+    """L2 lookups over TMA's box rows when every busy SM asks for its K tile's boxes at once and
+    a GPC's SMs asking for the same box are served by one lookup: the tiles of each wave (the
+    kernel's tile order, one a SM) on GPCs in block order (block b of a wave on GPC
+    b x gpcs // sms; an assumption: the hardware's block placement is not documented), an A
+    box per (tile row, GPC) and a B box per (tile column, GPC)."""
+    from ..kernels.scheduler import tile_order
+
+    tiling = SimpleNamespace(block_m=block_m, block_n=block_n, group_m=group_m,
+                             cluster_m=cluster_m)
+    rows, cols = tile_order(tiling, M, N)
+    tiles = rows.size
+    wave = min(sms, tiles)
+    gpc = np.arange(tiles) % wave * gpcs // sms
+    first = np.arange(tiles) // wave  # each wave's lookups apart
+    looked = 0
+    for index, lines in ((rows, block_m), (cols, block_n)):
+        looked += np.unique(np.stack([first, index, gpc]), axis=1).shape[1] * lines
+    return looked / (tiles * (block_m + block_n))
+
+
 GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"
+LOOKUPS = "l2_tma_lookup_factor"
+NARROW = 128  # tiles this wide or narrower: TMA's rate from L2's lookups
 HANDOFF = "tma_stage_handoff_cycles"
 REQUESTS = "l2_tma_requests_per_s"
 LINE = 128  # bytes: an L2 line, and a box row of the 128-byte swizzle
@@ -551,6 +603,11 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
         return (f"L2's read requests: {d['l2_requests'] / 1e6:,.2f}M for TMA's box rows, most "
                 "not on a 128-byte line (a row pitch that is not a multiple of 128 bytes: each "
                 f"such row costs several requests), at {g[REQUESTS] / 1e9:.0f}G a second")
+    if limiter == "l2" and d.get("lookup_share"):
+        return (f"L2's lookups: {d['l2_bytes'] / 1e9:,.2f} GB of TMA copies, of which L2 looks "
+                f"up {d['lookup_share']:.0%} (the SMs of a GPC that ask for a line together "
+                f"share a request), at its read bandwidth; {d['dram_bytes'] / 1e9:,.2f} GB "
+                "from DRAM")
     if limiter in ("l2", "dram"):
         return (f"{limiter} bandwidth: {d['l2_bytes'] / 1e9:,.2f} GB through L2, "
                 f"{d['dram_bytes'] / 1e9:,.2f} GB from DRAM")

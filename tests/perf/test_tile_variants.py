@@ -80,18 +80,19 @@ LOGGED = ("bench_sweep_kernel10_tiles_squares.json", "bench_sweep_kernel10_tiles
           "bench_sweep_kernel10_tiles_bf16.json")  # docs/benchmarks.md's logged run
 
 
-def test_on_the_logged_run_the_choice_is_within_2_at_every_square_and_5_on_31_of_32():
-    """The docs' sweep (three files, one device call): 32 shape x accumulator x input cases.
-    Every square (1024^3 to 4096^3 and 3000^3, f16 and bf16 in) gets its measured best but
-    8192^3 (128 x 192 for 128 x 256, 1-2% slower); the miss beyond 5% is 128x8192x8192 with
-    f32 accumulators (64 x 256, 10% slower than 64 x 256 split 2)."""
+def test_on_the_logged_run_the_choice_is_within_2_at_every_square_and_5_on_30_of_32():
+    """The docs' sweep (three files, one device call; narrow tiles at 4 stages): 32 shape x
+    accumulator x input cases. Every square (1024^3 to 4096^3 and 3000^3, f16 and bf16 in) gets
+    its measured best but 8192^3 (128 x 192 for 128 x 256, 1-2% slower); the misses beyond 5%
+    are 128x8192x8192 with f32 accumulators (64 x 256, 10% slower than 64 x 256 split 2) and,
+    since L2's lookups price the narrow tiles, 256x4096x16384 with f16 accumulators (10%)."""
     slower = {(name, *case): s for name in LOGGED
               for case, s in _chosen_against_measured(_rows(name)).items()}
     assert len(slower) == 32
     squares = {case: s for case, s in slower.items() if len(set(case[1])) == 1}
     assert len(squares) == 22 and all(s <= 0.02 for s in squares.values()), squares
     assert sum(s == 0.0 for s in squares.values()) == 19  # 8192^3: 128 x 192, 1-2% slower
-    assert sum(s <= 0.05 for s in slower.values()) >= 31, slower
+    assert sum(s <= 0.05 for s in slower.values()) >= 30, slower
 
 
 def test_the_choice_is_the_measured_best_at_every_square_with_the_new_loop():
@@ -109,3 +110,24 @@ def test_on_the_first_narrow_run_the_choice_is_within_5_percent_on_13_of_14():
     slower = _chosen_against_measured(_rows("bench_sweep_kernel10_tiles.json"))
     assert len(slower) == 14
     assert sum(s <= 0.05 for s in slower.values()) >= 13, slower
+
+
+FINAL = ("bench_sweep_kernel10_final_squares.json", "bench_sweep_kernel10_final_skinny.json",
+         "bench_sweep_kernel10_final_bf16.json")  # issue 35's logged run: deep rings, 192 x 192
+
+
+def test_on_the_final_logs_the_choice_is_within_5_percent_on_23_of_29():
+    """Issue 35's logged run (seven tiles with their deep rings, split-K): 29 shape x
+    accumulator x input cases. The choice is within 5% of the measured fastest on 23 (25 when
+    TMA's rate was a constant) and within 14% on all. It misses 512x4096x4096 (f16 +12%, f32
+    +14%: 128 x 64 predicted as fast as 128 x 128, 0.1% apart, and 15-17% fast), 128x8192x8192
+    (f16 +7%, f32 +8%: explain prices its DRAM too slow) and 256x8192x8192 (+5-6%). Every
+    square, 1024^3 included (128 x 64: 64 x 128 before, 7% slower with f16), within 2%."""
+    slower = {(name, *case): s for name in FINAL
+              for case, s in _chosen_against_measured(_rows(name)).items()}
+    assert len(slower) == 29
+    assert sum(s <= 0.05 for s in slower.values()) >= 23, slower
+    assert max(slower.values()) <= 0.14, slower
+    # every square gets its measured best or one within 2% (3072^3 and 8192^3, f32)
+    assert all(s <= 0.02 for (name, shape, *_), s in slower.items() if len(set(shape)) == 1), \
+        slower
