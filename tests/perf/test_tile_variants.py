@@ -131,3 +131,24 @@ def test_on_the_final_logs_the_choice_is_within_5_percent_on_23_of_29():
     # every square gets its measured best or one within 2% (3072^3 and 8192^3, f32)
     assert all(s <= 0.02 for (name, shape, *_), s in slower.items() if len(set(shape)) == 1), \
         slower
+
+
+# the final logs' commands an hour later, with clusters: the run benchmarks.md's tables show
+TABLES_RUN = ("bench_sweep_kernel10_logged_squares.json",
+              "bench_sweep_kernel10_logged_skinny.json", "bench_sweep_kernel10_logged_bf16.json")
+
+
+def test_on_the_tables_run_the_choice_is_within_5_percent_on_24_of_29():
+    """The run benchmarks.md's tables show (the final logs' commands with 192 x 192 cluster 2
+    among the candidates): within 5% of the measured fastest on 24 of 29, within 17% on all.
+    It misses 512x4096x4096 (128 x 64 for 128 x 128: +16%), 128x8192x8192 (64 x 256 for
+    64 x 128: +7.5-9%) and 256x8192x8192 with f16 accumulators (+8%); 3000^3 gets the
+    cluster variant, its measured best."""
+    slower = {(name, *case): s for name in TABLES_RUN
+              for case, s in _chosen_against_measured(_rows(name)).items()}
+    assert len(slower) == 29
+    assert sum(s <= 0.05 for s in slower.values()) >= 24, slower
+    assert max(slower.values()) <= 0.17, slower
+    assert all(s == 0.0 for (name, shape, *_), s in slower.items() if shape == (3000, 3000, 3000))
+    assert all(s <= 0.02 for (name, shape, *_), s in slower.items() if len(set(shape)) == 1), \
+        slower
