@@ -475,8 +475,9 @@ def lookup_share(p, M: int, N: int, g: Gpu) -> float:
     request for the SMs of a GPC that ask for the same line together (Nsight Compute: L2
     looks up 0.33-0.90 of kernel10's TMA sectors, lts__t_sectors_srcunit_tex_op_read against
     l1tex__m_xbar2l1tex_read_bytes, docs/evidence/ncu_rings_h100_2026-11-26.json). Counted in
-    lockstep (`lockstep_lookups`) and scaled by the measured ratio of the two (`LOOKUPS`):
-    SMs do not ask for a line at quite the same moment."""
+    lockstep (`lockstep_lookups`) and scaled by a factor for SMs that do not ask for a line at
+    quite the same moment (`LOOKUPS`: fitted on the narrow tiles' runs; Nsight Compute's ratio
+    to the lockstep count is 1.1-2.1)."""
     return min(1.0, g[LOOKUPS] * lockstep_lookups(p.block_m, p.block_n, p.group_m, M, N,
                                                   int(g["sms"]), int(g["gpcs"]), p.cluster_m))
 
