@@ -100,7 +100,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -478,31 +477,27 @@ def lookup_share(p, M: int, N: int, g: Gpu) -> float:
     lockstep (`lockstep_lookups`) and scaled by a factor for SMs that do not ask for a line at
     quite the same moment (`LOOKUPS`: fitted on the narrow tiles' runs; Nsight Compute's ratio
     to the lockstep count is 1.1-2.1)."""
-    return min(1.0, g[LOOKUPS] * lockstep_lookups(p.block_m, p.block_n, p.group_m, M, N,
-                                                  int(g["sms"]), int(g["gpcs"]), p.cluster_m))
+    return min(1.0, g[LOOKUPS] * lockstep_lookups(p, M, N, int(g["sms"]), int(g["gpcs"])))
 
 
 @functools.lru_cache(maxsize=4096)
-def lockstep_lookups(block_m: int, block_n: int, group_m: int, M: int, N: int, sms: int,
-                     gpcs: int, cluster_m: int = 1) -> float:
+def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int) -> float:
     """L2 lookups over TMA's box rows when every busy SM asks for its K tile's boxes at once and
     a GPC's SMs asking for the same box are served by one lookup: the tiles of each wave (the
-    kernel's tile order, one a SM) on GPCs in block order (block b of a wave on GPC
+    tile order of ``p``, a kernel's `GemmParams`, clusters included; one tile a SM) on GPCs in block order (block b of a wave on GPC
     b x gpcs // sms; an assumption: the hardware's block placement is not documented), an A
     box per (tile row, GPC) and a B box per (tile column, GPC)."""
     from ..kernels.scheduler import tile_order
 
-    tiling = SimpleNamespace(block_m=block_m, block_n=block_n, group_m=group_m,
-                             cluster_m=cluster_m)
-    rows, cols = tile_order(tiling, M, N)
+    rows, cols = tile_order(p, M, N)
     tiles = rows.size
     wave = min(sms, tiles)
     gpc = np.arange(tiles) % wave * gpcs // sms
     first = np.arange(tiles) // wave  # each wave's lookups apart
     looked = 0
-    for index, lines in ((rows, block_m), (cols, block_n)):
+    for index, lines in ((rows, p.block_m), (cols, p.block_n)):
         looked += np.unique(np.stack([first, index, gpc]), axis=1).shape[1] * lines
-    return looked / (tiles * (block_m + block_n))
+    return looked / (tiles * (p.block_m + p.block_n))
 
 
 GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"

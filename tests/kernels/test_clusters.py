@@ -9,6 +9,8 @@ NumPy reference; the race checks still catching planted bugs; explain pricing th
 traffic; the default twins' SASS free of cluster instructions. The H100 checks the twin
 against tcsim.run and Nsight Compute (tests/hw/test_cluster_hw.py)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from sass import ToolkitMissing, kernel_sass, opcode
@@ -247,3 +249,15 @@ def test_only_the_cluster_twin_multicasts_and_syncs_its_cluster():
     assert not [op for op in default if op.startswith(marks)]
     for mark in marks:
         assert any(op.startswith(mark) for op in cluster), mark
+
+
+@pytest.mark.parametrize("call", ["tma_load", "tma_received"])
+def test_a_multicast_without_a_cluster_is_refused_naming_the_site(call):
+    def program(m, p, plant=""):
+        full = m.mbarriers("full", 0, 1, arrivals=1)
+        extra = {"multicast": True} if call == "tma_load" else {}
+        getattr(m, call)("B_tma", "B", 1024, 0, 0, 0, full, 0, **extra)
+
+    alone = dataclasses.replace(kernel_named("kernel10"), name="multicast-alone", program=program)
+    with pytest.raises(ValueError, match="multicast-alone site 'B_tma'.*cluster"):
+        tcsim.trace(alone, 128, 256, 64, accumulate="f32")

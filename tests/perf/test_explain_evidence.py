@@ -426,14 +426,15 @@ def test_lockstep_lookups_count_a_box_once_per_gpc():
     (blocks 17, 33, 50, 66, 83, 99 begin GPCs; 116 begins a column too) and 6 of wave 2's 31."""
     from tcsim.perf.model import lockstep_lookups
 
+    p = tcsim.kernels.kernel_named("kernel10").params(block_n=64, warp_n=64, group_m=16)
     total = 256 * (128 + 64)
-    assert lockstep_lookups(128, 64, 16, 512, 4096, 132, 1) == \
+    assert lockstep_lookups(p, 512, 4096, 132, 1) == \
         pytest.approx(((4 + 4) * 128 + (33 + 31) * 64) / total)
-    assert lockstep_lookups(128, 64, 16, 512, 4096, 132, 132) == pytest.approx(1.0)
+    assert lockstep_lookups(p, 512, 4096, 132, 132) == pytest.approx(1.0)
     a_boxes = 2 * 4 * 8  # two waves, four rows, each asked by all 8 GPCs
     b_boxes = (33 + 6) + (31 + 6)  # columns, and those straddling a GPC's edge
     expected = (a_boxes * 128 + b_boxes * 64) / total
-    assert lockstep_lookups(128, 64, 16, 512, 4096, 132, 8) == pytest.approx(expected)
+    assert lockstep_lookups(p, 512, 4096, 132, 8) == pytest.approx(expected)
 
 
 def test_a_narrow_tile_limited_by_l2_names_its_lookups():
