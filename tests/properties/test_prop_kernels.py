@@ -114,7 +114,7 @@ def test_empty_problems_are_refused(shape):
 
 
 fields = st.sampled_from(["block_m", "block_n", "block_k", "warp_m", "warp_n", "warp_k",
-                          "mma_k", "stages", "accumulate"])
+                          "mma_k", "stages", "accumulate", "cluster_m", "persistent_blocks"])
 values = st.one_of(st.integers(-2, 2**40), st.sampled_from([8, 16, 32, 64, 128, 256]),
                    st.floats(0, 64), st.text(max_size=3), st.none(), st.booleans(),
                    st.sampled_from([np.int32(64), "f16", "f32", ["f16"]]))
@@ -129,7 +129,8 @@ def test_tile_parameters_are_checked(overrides, name):
         assert str(error)
         return
     assert all(type(getattr(p, f)) is int for f in ("block_m", "block_n", "block_k", "warp_m",
-                                                     "warp_n", "warp_k", "mma_k", "stages"))
+                                                     "warp_n", "warp_k", "mma_k", "stages",
+                                                     "cluster_m", "persistent_blocks"))
     assert p == GemmParams(**p.as_dict())
 
 
