@@ -227,13 +227,15 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     dram_rate = g["dram_tma_gemm_bytes_per_s" if tma and "dram_tma_gemm_bytes_per_s" in
                   g.constants else "dram_bytes_per_s"]
     launch = g["launch_seconds"] if "launch_seconds" in g.constants else 0.0
+    if p.cluster_m > 1 and CLUSTER_LAUNCH in g.constants:
+        launch += g[CLUSTER_LAUNCH]  # clusters' launch, and their start and end barriers
 
     # the last wave may be partly empty: its blocks spread over that many SMs (one a SM first)
     busy_last = min(sms, blocks - (waves - 1) * concurrent)
 
     def at(hz: float) -> dict:
         """The time at SM clock ``hz``: what is counted in cycles and what in bytes/s meet."""
-        tma_rate = _tma_rate(p, g, hz, M, N) if tma or tma_sectors else 0.0
+        tma_rate = _tma_rate(p, g, hz, M, N, K) if tma or tma_sectors else 0.0
 
         def wave(busy: int, last: bool) -> dict:
             """One block's chain in a wave of ``busy`` SMs (the ``last`` wave or one before),
@@ -282,8 +284,11 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         latency = ((waves - 1) * full["exposed"] + last["exposed"] + fill) / hz
         # split-K's last reduction follows the last K tile's data, however that was limited
         tail = last["reduction"] / hz
-        seconds = launch + max(units[busiest] + latency, units["l2"] + tail,
-                               units["dram"] + tail)
+        # blocks launched wave after wave (split-K's; not persistent): each wave's copies
+        # stream only once its blocks have filled their pipelines
+        restarts = (waves - 1) * fill / hz if tma and blocks_launched(p, M, N) == blocks else 0.0
+        seconds = launch + max(units[busiest] + latency, units["l2"] + tail + restarts,
+                               units["dram"] + tail + restarts)
         return {**full, "fill": fill, "units": units, "latency": latency, "seconds": seconds}
 
     # The clock under the power cap falls while the kernel runs (`Gpu.clock_hz`): a short
@@ -314,7 +319,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     full = blocks / concurrent
     # L2 limits through its read requests rather than TMA's bytes: rows not 128-byte aligned
     by_requests = bool(requests) and requests / g[REQUESTS] > \
-        tma_sectors * SECTOR / _tma_rate(p, g, hz, M, N)
+        tma_sectors * SECTOR / _tma_rate(p, g, hz, M, N, K)
     details = {"tiles": tiles, "splits": splits, "blocks": blocks,
                "reduction_cycles": reduction, "per_block_cycles": per_block,
                "chain_cycles": chain, "tensor_idle_cycles": tensor_idle,
@@ -325,7 +330,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
                "l2_bytes": l2_bytes, "l2_requests": requests, "by_requests": by_requests,
                "dram_bytes": dram_bytes, "prefetch": prefetch,
-               "lookup_share": lookup_share(p, M, N, g) if tma and p.group_m > 1
+               "lookup_share": lookup_share(p, M, N, K, g) if tma and p.group_m > 1
                and p.block_n <= NARROW and LOOKUPS in g.constants else None,
                "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch, "sms": sms,
                "fixed_share": (launch + fill / hz) / seconds}
@@ -452,7 +457,7 @@ def _registers(kernel, p, g: Gpu, registers: int | None) -> tuple[int, str]:
     return min(int(g["max_registers_per_thread"]), budget // 8 * 8), "declared budget"
 
 
-def _tma_rate(p, g: Gpu, hz: float, M: int, N: int) -> float:
+def _tma_rate(p, g: Gpu, hz: float, M: int, N: int, K: int) -> float:
     """Bytes per second TMA copies a GEMM's tiles at: faster when the tiles in flight come in
     groups of block rows (their SMs ask for the same lines together) than along N. In groups,
     tiles up to `NARROW` wide, where the GPU description has L2's lookup factor (`LOOKUPS`):
@@ -463,29 +468,43 @@ def _tma_rate(p, g: Gpu, hz: float, M: int, N: int) -> float:
     if p.group_m <= 1:
         return g["l2_tma_rows_bytes_per_s"]
     if LOOKUPS in g.constants and p.block_n <= NARROW:
-        return g["l2_bytes_per_s"] / lookup_share(p, M, N, g)
+        return g["l2_bytes_per_s"] / lookup_share(p, M, N, K, g)
     if p.block_m == 64 and GROUPED_64 in g.constants:
         return g[GROUPED_64] * hz
     return g["l2_tma_grouped_bytes_per_s"]
 
 
-def lookup_share(p, M: int, N: int, g: Gpu) -> float:
+def lookup_share(p, M: int, N: int, K: int, g: Gpu) -> float:
     """The share of TMA's sectors the L2 looks up: the GPC's L2 request coalescer sends one
     request for the SMs of a GPC that ask for the same line together (Nsight Compute: L2
     looks up 0.33-0.90 of kernel10's TMA sectors, lts__t_sectors_srcunit_tex_op_read against
     l1tex__m_xbar2l1tex_read_bytes, docs/evidence/ncu_rings_h100_2026-11-26.json). Counted in
     lockstep (`lockstep_lookups`) and scaled by a factor for SMs that do not ask for a line at
-    quite the same moment (`LOOKUPS`: fitted on the narrow tiles' runs; Nsight Compute's ratio
-    to the lockstep count is 1.1-2.1)."""
-    return min(1.0, g[LOOKUPS] * lockstep_lookups(p, M, N, int(g["sms"]), int(g["gpcs"])))
+    quite the same moment (`LOOKUPS`). The blocks drift further out of step the more K tiles
+    each works through (`DRIFT`): of the lookups the lockstep count saves, a share
+    ``drift x ln(k_tiles / from)`` is lost, ``k_tiles`` a block's K tiles over all its tiles
+    (Nsight Compute, docs/evidence/ncu_waves_h100_2026-11-26.json: 64 x 128 at 3072^3, 4096^3
+    and 8192^3 looks up 0.57, 0.68 and 0.75 of its sectors, lockstep 0.40). Both fitted on
+    the logged runs' times."""
+    share = min(1.0, g[LOOKUPS] * lockstep_lookups(p, M, N, int(g["sms"]), int(g["gpcs"])))
+    if DRIFT in g.constants:
+        from ..kernels.scheduler import blocks_launched
+
+        tiles = -(-M // p.block_m) * -(-N // p.block_n)
+        k_tiles = tiles / blocks_launched(p, M, N) * -(-K // p.block_k)
+        drift = min(max(g[DRIFT] * math.log(k_tiles / g[DRIFT_FROM]), 0.0), 1.0)
+        share += (1.0 - share) * drift
+    return share
 
 
 @functools.lru_cache(maxsize=4096)
 def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int) -> float:
     """L2 lookups over TMA's box rows when every busy SM asks for its K tile's boxes at once and
     a GPC's SMs asking for the same box are served by one lookup: the tiles of each wave (the
-    tile order of ``p``, a kernel's `GemmParams`, clusters included; one tile a SM) on GPCs in block order (block b of a wave on GPC
-    b x gpcs // sms; an assumption: the hardware's block placement is not documented), an A
+    tile order of ``p``, a kernel's `GemmParams`, clusters included; one tile a SM) on GPCs in
+    block order (block b of a wave on GPC b x gpcs // sms; an assumption: the hardware's block
+    placement is not documented, and no other simple placement fits Nsight Compute's counts
+    better), an A
     box per (tile row, GPC) and a B box per (tile column, GPC)."""
     from ..kernels.scheduler import tile_order
 
@@ -502,8 +521,11 @@ def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int) -> float:
 
 GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"
 LOOKUPS = "l2_tma_lookup_factor"
+DRIFT = "l2_tma_drift"
+DRIFT_FROM = "l2_tma_drift_from_k_tiles"
 NARROW = 128  # tiles this wide or narrower: TMA's rate from L2's lookups
 HANDOFF = "tma_stage_handoff_cycles"
+CLUSTER_LAUNCH = "cluster_launch_seconds"
 REQUESTS = "l2_tma_requests_per_s"
 LINE = 128  # bytes: an L2 line, and a box row of the 128-byte swizzle
 
