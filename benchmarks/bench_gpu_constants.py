@@ -566,7 +566,7 @@ WGMMA_SHARED = 40 * 1024  # wgmma_peak.cu's one stage
 WGMMA_WARPGROUPS = 2  # the Hopper twins' consumers
 
 
-WGMMA_N = (256, 128, 64, 192)  # the N a Hopper twin's consumer may own (hopper.cuh's BN)
+WGMMA_N = (256, 128, 64, 192, 96)  # the N a Hopper twin's consumer may own (hopper.cuh's BN)
 # wgmma_peak.cu's kernels: (its suffix, this run's key part: inputs_accumulator)
 WGMMA_KINDS = (("f32", "f16_f32"), ("f16", "f16_f16"), ("bf16", "bf16_f32"))
 

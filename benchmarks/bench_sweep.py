@@ -105,7 +105,7 @@ SUPERSEDED = {"docs/evidence/bench_sweep_splitk_first_reduction.json":
 FITTED = {"launch_seconds": [x * 1e-6 for x in np.arange(3.0, 7.01, 0.25)],
           "l2_tma_grouped_64_bytes_per_cycle": list(np.arange(7000.0, 11001.0, 100.0)),
           LOOKUP_FACTOR: [float(x) for x in np.round(np.arange(1.0, 1.61, 0.05), 2)],
-          "dram_tma_gemm_bytes_per_s": [x * 1e12 for x in np.arange(2.0, 3.21, 0.1)],
+          "dram_tma_in_flight_bytes": [x * 1e6 for x in np.arange(1.0, 3.01, 0.25)],
           "tma_stage_handoff_cycles": list(np.arange(0.0, 2001.0, 50.0)),
           "split_k_turn_cycles": list(np.arange(2000.0, 6001.0, 100.0)),
           "l2_tma_drift": [float(x) for x in np.round(np.arange(0.06, 0.161, 0.02), 2)],

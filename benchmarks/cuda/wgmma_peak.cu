@@ -1,5 +1,5 @@
 // The wgmma throughput ceiling (sm_90a): wgmma.mma_async m64n(PEAK_N)k16 from one shared tile
-// (PEAK_N 64, 128, 192 or 256, the N a Hopper twin's consumer may own; 256 by default), no
+// (PEAK_N 64 to 256 in steps of 32, the N a Hopper twin's consumer may own; 256 by default), no
 // copies, no barriers. Each block is WARPGROUPS warpgroups, each issuing kernel7's pattern
 // (4 wgmma into one accumulator per group, commit, wait until one group is pending) with
 // shared memory that never changes: zeros, or with `random` set f16 values of magnitude in
@@ -18,7 +18,8 @@ extern __shared__ __align__(1024) unsigned char peak_shared[];
 
 // The descriptors of kernel7's stage layout: A 64 x 64 K-major, B 64 x PEAK_N MN-major (boxes
 // of 64 columns, 8 KiB apart), both 128-byte swizzled; K step kk moves 32 bytes along A's rows and
-// 16 rows down B.
+// 16 rows down B. For the widths that are not multiples of 64 the rate alone counts: the last box
+// is read half (the data are random either way).
 __device__ __forceinline__ uint64_t peak_descriptor(uint32_t address, uint32_t leading) {
   return (uint64_t)((address & 0x3FFFF) >> 4) | (uint64_t)((leading & 0x3FFFF) >> 4) << 16 |
          (uint64_t)(1024 >> 4) << 32 | 1ull << 62;
@@ -27,8 +28,8 @@ __device__ __forceinline__ uint64_t peak_descriptor(uint32_t address, uint32_t l
 #ifndef PEAK_N
 #define PEAK_N 256
 #endif
-#if PEAK_N != 64 && PEAK_N != 128 && PEAK_N != 192 && PEAK_N != 256
-#error "wgmma_peak.cu: PEAK_N must be 64, 128, 192 or 256"
+#if PEAK_N < 64 || PEAK_N > 256 || PEAK_N % 32 != 0
+#error "wgmma_peak.cu: PEAK_N must be 64, 96, 128, 160, 192, 224 or 256"
 #endif
 #define PEAK_CALL(n, kind) wgmma_m64n##n##k16_##kind
 #define PEAK_WGMMA(n, kind) PEAK_CALL(n, kind)  // expands PEAK_N first

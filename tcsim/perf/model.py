@@ -196,7 +196,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     # L2's read requests for the main loop's copies: a ceiling of their own where rows are
     # not 128-byte aligned (`_tma_requests`)
     requests = _tma_requests(kernel, p, M, N, K, g) if tma and REQUESTS in g.constants else 0.0
-    dram_bytes, dram_share = _dram_bytes(p, M, N, K, max(concurrent // splits, 1), g)
+    dram_bytes, dram_share, first_share = _dram_bytes(p, M, N, K, max(concurrent // splits, 1),
+                                                      g)
     local = trace.pipeline.get("local_bytes_per_thread", 0) * concurrent * p.threads
     if local > g["l2_bytes"] / 2:  # the resident threads' local memory does not stay in L2
         dram_bytes += sum(s.sectors for s in sites if s.space == "local") * SECTOR
@@ -224,8 +225,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     waves = math.ceil(blocks / concurrent)
     busiest = max(per_block, key=per_block.get)
     per_sm = math.ceil(concurrent / sms)  # tiles in flight on the busiest SM
-    dram_rate = g["dram_tma_gemm_bytes_per_s" if tma and "dram_tma_gemm_bytes_per_s" in
-                  g.constants else "dram_bytes_per_s"]
+    dram_rate = g["dram_bytes_per_s"]
     launch = g["launch_seconds"] if "launch_seconds" in g.constants else 0.0
     if p.cluster_m > 1 and CLUSTER_LAUNCH in g.constants:
         launch += g[CLUSTER_LAUNCH]  # clusters' launch, and their start and end barriers
@@ -280,7 +280,14 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         units["l2"] = l1_misses * SECTOR / g["l2_bytes_per_s"] + \
             max(tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0,
                 requests / g[REQUESTS] if requests else 0.0)
-        units["dram"] = dram_bytes / dram_rate
+        streamed = dram_rate
+        if tma and IN_FLIGHT in g.constants:
+            # DRAM streams a TMA kernel's boxes as fast as the copies in flight let it: the
+            # busy SMs' stages ahead, the DRAM's share of their bytes while it streams (the
+            # first wave's: operands that fit in L2 come from DRAM then; a saturating curve)
+            in_flight = busy * prefetch * load_bytes * first_share
+            streamed *= -math.expm1(-in_flight / g[IN_FLIGHT])
+        units["dram"] = dram_bytes / streamed
         latency = ((waves - 1) * full["exposed"] + last["exposed"] + fill) / hz
         # split-K's last reduction follows the last K tile's data, however that was limited
         tail = last["reduction"] / hz
@@ -526,6 +533,7 @@ DRIFT_FROM = "l2_tma_drift_from_k_tiles"
 NARROW = 128  # tiles this wide or narrower: TMA's rate from L2's lookups
 HANDOFF = "tma_stage_handoff_cycles"
 CLUSTER_LAUNCH = "cluster_launch_seconds"
+IN_FLIGHT = "dram_tma_in_flight_bytes"
 REQUESTS = "l2_tma_requests_per_s"
 LINE = 128  # bytes: an L2 line, and a box row of the 128-byte swizzle
 
@@ -553,26 +561,34 @@ def _tma_requests(kernel, p, M: int, N: int, K: int, g: Gpu) -> float:
     return total
 
 
-def _dram_bytes(p, M: int, N: int, K: int, concurrent: int, g: Gpu) -> tuple[float, float]:
-    """(DRAM bytes, the share of global-load bytes they are). Tiles run in the kernel's tile
-    order (`tcsim.kernels.scheduler.tile_order`), ``concurrent`` at a time; a wave reads each A
-    row-panel and B column-panel it touches once; A and B that fit in L2 together are read once
-    for the whole kernel."""
+def _dram_bytes(p, M: int, N: int, K: int, concurrent: int,
+                g: Gpu) -> tuple[float, float, float]:
+    """(DRAM bytes, the share of global-load bytes they are, that share in the first wave).
+    Tiles run in the kernel's tile order (`tcsim.kernels.scheduler.tile_order`), ``concurrent``
+    at a time; a wave reads each A row-panel and B column-panel it touches once; A and B that
+    fit in L2 together are read once for the whole kernel (by the first wave that touches
+    them)."""
     from ..kernels.scheduler import tile_order
 
     a_bytes, b_bytes = p.element_bytes("A"), p.element_bytes("B")
     out = M * N * p.element_bytes("D")
     rows_of, cols_of = tile_order(p, M, N)
     tiles = rows_of.size
+    row_bytes, col_bytes = p.block_m * K * a_bytes, p.block_n * K * b_bytes
+
+    def panels(first: int, last: int) -> float:  # distinct panels of each wave, tiles [first, last)
+        wave = np.arange(first, last) // concurrent
+        rows = np.unique(wave * -(-M // p.block_m) + rows_of[first:last]).size
+        cols = np.unique(wave * -(-N // p.block_n) + cols_of[first:last]).size
+        return rows * row_bytes + cols * col_bytes
+
     if (M * K * a_bytes + K * N * b_bytes) <= g["l2_bytes"] / 2:
         reads = M * K * a_bytes + K * N * b_bytes
-    else:  # per wave, the distinct (wave, row) and (wave, column) panels
-        wave = np.arange(tiles) // concurrent
-        rows = np.unique(wave * -(-M // p.block_m) + rows_of).size
-        cols = np.unique(wave * -(-N // p.block_n) + cols_of).size
-        reads = rows * p.block_m * K * a_bytes + cols * p.block_n * K * b_bytes
-    loaded = tiles * (p.block_m * K * a_bytes + p.block_n * K * b_bytes)
-    return reads + out, reads / loaded
+    else:
+        reads = panels(0, tiles)
+    loaded = tiles * (row_bytes + col_bytes)
+    first = min(concurrent, tiles)
+    return reads + out, reads / loaded, panels(0, first) / (first * (row_bytes + col_bytes))
 
 
 def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
