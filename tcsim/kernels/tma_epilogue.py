@@ -14,9 +14,9 @@ and lane 0 moves whole boxes:
    works;
 2. per 64 columns (or 32): wait for the buffer's barrier, ``ldmatrix.x4`` hands every lane
    its C words in the accumulators' order, the ladder's arithmetic, ``stmatrix.x4`` D's words
-   to the same places, ``fence.proxy.async`` (the TMA store reads what the warp wrote), and lane 0 issues
-   the box's TMA store (``cp.async.bulk.tensor...global.shared::cta.bulk_group``, one bulk
-   group). With more chunks than buffers, lane 0 then waits until that store has read the
+   to the same places, ``fence.proxy.async`` (the TMA store reads what the warp wrote), and
+   lane 0 issues the box's TMA store (``cp.async.bulk.tensor...global.shared::cta.bulk_group``,
+   one bulk group). With more chunks than buffers, lane 0 then waits until that store has read the
    buffer and asks for the C of the chunk ``store_buffers`` ahead in it.
 
 The warps never wait for a store to reach global memory; only the kernel's end waits for the
