@@ -288,10 +288,11 @@ def test_a_96_wide_tile_with_beta_zero_reads_no_c(name, rng):
 def test_a_96_wide_tile_copies_b_in_32_column_boxes(name):
     """192 x 96 tiles at 200 x 176 x 96 (rows of whole 32-byte sectors): 2 x 2 tiles of 2 K
     tiles. Each K tile is one box of A (192 x 64 f16, 24 KiB) and three of B (64 rows x 32
-    columns, 4 KiB each), counted whole past the edge; each consumer warp (3 x 4 of them) issues 4 wgmma m64n96k16 a K tile.
-    kernel10 asks for C in 16 x 32 boxes (1 KiB), 12 warps x 3 of them a tile, and stores D
-    once; kernel9 stages 32 columns at a time: per warp and chunk, two st.shared.v4 of C (8
-    rows of 64 bytes: 4 wavefronts each), two ldmatrix.x4 and two stmatrix.x4."""
+    columns, 4 KiB each), counted whole past the edge; each consumer warp (3 x 4 of them)
+    issues 4 wgmma m64n96k16 a K tile. kernel10 asks for C in 16 x 32 boxes (1 KiB), 12 warps
+    x 3 of them a tile, and stores D once; kernel9 stages 32 columns at a time: per warp and
+    chunk, two st.shared.v4 of C (8 rows of 64 bytes: 4 wavefronts each), two ldmatrix.x4 and
+    two stmatrix.x4."""
     M, N, K = 200, 176, 96
     t = tcsim.trace(name, M, N, K, beta=1.0, accumulate="f32", block_m=192, block_n=96,
                     warp_n=96, stages=5)
