@@ -244,7 +244,7 @@ def test_trace_matches_nsight_compute(rng):
              for shape in ((512, 1024, 1024), (1024, 512, 4096)) for acc in ("f16", "f32")]
     cases += [(name, (768, 384, 640), "f32", {"block_n": n, "warp_n": n, "group_m": 2,
                                               "persistent_blocks": 5}, None)
-              for name in ("kernel8", "kernel9", "kernel10") for n in (64, 192)]
+              for name in ("kernel8", "kernel9", "kernel10") for n in (64, 96, 192)]
     # three consumers (192-row tiles, 3 stages) and the narrow tiles' deeper rings
     cases += [(name, (768, 384, 640), "f32", {**TILE_VARIANTS[name][label], "group_m": 2,
                                               "persistent_blocks": 5}, None)
