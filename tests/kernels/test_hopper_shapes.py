@@ -292,7 +292,9 @@ def test_a_96_wide_tile_copies_b_in_32_column_boxes(name):
     issues 4 wgmma m64n96k16 a K tile. kernel10 asks for C in 16 x 32 boxes (1 KiB), 12 warps
     x 3 of them a tile, and stores D once; kernel9 stages 32 columns at a time: per warp and
     chunk, two st.shared.v4 of C (8 rows of 64 bytes: 4 wavefronts each), two ldmatrix.x4 and
-    two stmatrix.x4."""
+    two stmatrix.x4. A wgmma reads its operands in wavefronts of 128 bytes, B's 64-byte
+    swizzled rows too: (64 x 16 + 16 x 96) x 2 / 128 = 40 a warpgroup's wgmma (the H100 counted
+    76,800 op_gmma wavefronts for 1,920 of them at 768x384x640, 2026-11-26)."""
     M, N, K = 200, 176, 96
     t = tcsim.trace(name, M, N, K, beta=1.0, accumulate="f32", block_m=192, block_n=96,
                     warp_n=96, stages=5)
@@ -301,6 +303,7 @@ def test_a_96_wide_tile_copies_b_in_32_column_boxes(name):
     assert t.sites["B_tma"].executions == tiles * k_tiles * 3
     assert t.sites["wgmma"].instruction.endswith("m64n96k16.f32.f16.f16")
     assert t.sites["wgmma"].executions == tiles * k_tiles * 4 * warps
+    assert t.sites["wgmma"].wavefronts == tiles * k_tiles * 4 * 3 * 40
     c_boxes = tiles * warps * 3 * 16 * 32 * 2 if name == "kernel10" else 0
     assert t.totals["l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"] == \
         tiles * k_tiles * (192 * 64 * 2 + 3 * 64 * 32 * 2) + c_boxes

@@ -5,6 +5,10 @@ The bits are checked against `tests/wgmma_chain.py` (the same instructions writt
 TMA, descriptors, stages or roles) on inputs with subnormals, overflow, cancellation, inf and
 NaN; the H100 checks the twin against tcsim.run (tests/hw/test_hopper_hw.py)."""
 
+import re
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 from gemm_inputs import gemm_inputs
@@ -131,6 +135,28 @@ def test_tma_boxes_land_where_the_descriptors_read(tile, columns, swizzle):
                 (box_bytes, 8 * 2 * columns, swizzle)
             read = b.layout(2, "MN", p.block_n).addresses()
             assert np.array_equal(read, b_tile[16 * kk:16 * kk + 16].T)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("width", [96, 160, 224, 256])
+def test_the_twins_direct_epilogue_moves_only_the_tiles_words(width, tmp_path):
+    """kernel7's twin loads C and stores D word by word in batches of 16 (hopper.cuh's
+    epilogue_tile): each thread moves 2 words per 8 columns, 24 for a 96-wide tile, and a
+    partial last batch must not reach into the next tile (the first H100 run of 192 x 96 had
+    it store 32, and 27% of D differed). Counted in the PTX: one ld and one st.global.b32 a
+    word, all unrolled."""
+    from tcsim.hw import runtime
+
+    p = kernel7.params(block_n=width, warp_n=width, accumulate="f32", stages=3)
+    source = tmp_path / "kernel7.cu"
+    source.write_text(runtime.source_text(kernel7.source))
+    options = runtime.options(runtime._target_defines(kernel7.defines(p), "sm_90a"), "sm_90a")
+    subprocess.run(["nvcc", "-ptx", *options, "-o", str(tmp_path / "k.ptx"), str(source)],
+                   check=True, capture_output=True)
+    ptx = (tmp_path / "k.ptx").read_text()
+    words = width // 8 * 2
+    assert len(re.findall(r"\bst\.global\.b32\b", ptx)) == words
+    assert len(re.findall(r"\bld\.global\.b32\b", ptx)) == words
 
 
 @pytest.mark.parametrize("kernel", [kernel7, kernel8])

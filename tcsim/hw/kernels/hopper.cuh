@@ -427,15 +427,18 @@ __device__ __forceinline__ void epilogue_tile(const acc_t (&acc)[ACC_REGS], cons
                                               const uint16_t* __restrict__ C,
                                               uint16_t* __restrict__ D, float alpha, float beta,
                                               int N) {
+// A last batch may be partial (BN 96: 24 words, batches of 16): words past C_WORDS belong to
+// the next tile and are neither loaded nor stored.
 #pragma unroll
   for (int j0 = 0; j0 < C_WORDS; j0 += 2 * EPILOGUE_BATCH) {
     uint32_t c[2 * EPILOGUE_BATCH];
 #pragma unroll
     for (int j = 0; j < 2 * EPILOGUE_BATCH; j++)
-      c[j] = e.inside(j0 + j) ? load_c(C, e, j0 + j, N) : 0u;
+      c[j] = j0 + j < C_WORDS && e.inside(j0 + j) ? load_c(C, e, j0 + j, N) : 0u;
 #pragma unroll
     for (int j = 0; j < 2 * EPILOGUE_BATCH; j++)
-      if (e.inside(j0 + j)) epilogue_word(acc, j0 + j, c[j], e, D, alpha, beta, N);
+      if (j0 + j < C_WORDS && e.inside(j0 + j))
+        epilogue_word(acc, j0 + j, c[j], e, D, alpha, beta, N);
   }
 }
 
