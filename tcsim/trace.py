@@ -566,10 +566,13 @@ class Tracer(Counter, Machine):
     def _wgmma(self, site, spec, desc_a, desc_b, acc, trans_b):
         s = self._site(site, WGMMA + spec.qualifier)
         s.executions += 4 * desc_a.size * self.times  # each warp of the warpgroup issues it
-        modes = {MatrixDescriptor.decode(int(d)).swizzle for d in (*desc_a, *desc_b)}
-        if modes == {SwizzleMode.B128}:
+        modes = {MatrixDescriptor.decode(int(d)).swizzle for d in desc_a}
+        b_modes = {MatrixDescriptor.decode(int(d)).swizzle for d in desc_b}
+        if modes == {SwizzleMode.B128} and (b_modes == modes or (
+                trans_b and b_modes == {SwizzleMode.B64})):
             # Measured (docs/kernels.md): 128-byte swizzled operands are read in wavefronts of
-            # 128 bytes, without conflicts; other layouts are not modeled.
+            # 128 bytes, without conflicts, and so is an MN-major B under the 64-byte swizzle
+            # (the 96-wide tiles); other layouts are not modeled.
             operand_bytes = sum(rows * spec.k * spec.format(op).storage_bits // 8
                                 for op, rows in (("a", spec.m), ("b", spec.n)))
             s.wavefronts += desc_a.size * operand_bytes // BANK_PERIOD * self.times

@@ -5,7 +5,9 @@
   ``wgmma.mma_async`` m64n256k16 on its 64 rows of the 128 x 256 block tile).
 - **TMA.** Each K tile arrives by ``cp.async.bulk.tensor``: A's 128 x 64 tile as one box, B's
   64 x 256 tile as four 64 x 64 boxes, all under the 128-byte swizzle, straight from L2 to
-  shared memory without registers or per-thread addresses.
+  shared memory without registers or per-thread addresses. A block_n that is a multiple of 32
+  but not of 64 (96, 160, 224) takes B in boxes of 32 columns under the 64-byte swizzle
+  (`GemmParams.column_box`): a box row is then 64 bytes, one 64-byte swizzle atom's width.
 - **mbarriers.** ``stages`` buffers, each with a *full* barrier (the producer's
   ``arrive.expect_tx`` of the stage's bytes; the copies complete it) and an *empty* barrier
   (one arrival per consumer warp once its wgmma no longer read the stage). Phases alternate,
@@ -44,19 +46,20 @@ from .staged_epilogue import staged_epilogue
 from .tma_epilogue import C_EARLY, TmaEpilogue, c_barriers
 from .tma_epilogue import tensor_maps as epilogue_maps
 
-SWIZZLE = SwizzleMode.B128
+SWIZZLE = SwizzleMode.B128  # A's; B's is GemmParams.box_swizzle (128-byte, or 64-byte)
 REGISTERS = (("CONSUMER_REGISTERS", 232), ("PRODUCER_REGISTERS", 40))  # setmaxnreg
-ROW_BYTES = 128  # one swizzled row: 64 f16 along K for A, along N for B
-B_BOX = 64  # B's tile arrives as block_n / 64 boxes of 64 columns
+ROW_BYTES = 128  # one swizzled row of A: 64 f16 along K
+WGMMA_N = range(64, 257, 32)  # the tile widths: wgmma's N, in whole boxes of 32 or 64 columns
 
 
 def requires(p: GemmParams) -> None:
     require(p.producers == 1, "kernel7 is warp-specialized: producers must be 1")
     require(p.block_k * 2 == ROW_BYTES,
             f"kernel7's A rows are one 128-byte swizzle row: block_k must be 64, got {p.block_k}")
-    require(p.warp_n == p.block_n and p.block_n in (64, 128, 192, 256),
-            f"each consumer owns whole rows of the tile: warp_n must equal block_n, one of 64, "
-            f"128, 192, 256 (wgmma's N), got warp_n={p.warp_n}, block_n={p.block_n}")
+    require(p.warp_n == p.block_n and p.block_n in WGMMA_N,
+            f"each consumer owns whole rows of the tile: warp_n must equal block_n, a multiple "
+            f"of 32 from 64 to 256 (wgmma's N, B's tile in whole TMA boxes of 64 columns, or of "
+            f"32 under the 64-byte swizzle), got warp_n={p.warp_n}, block_n={p.block_n}")
     require(p.warp_k == p.mma_k, f"kernel7 steps K by one wgmma: warp_k must be 16, got "
                                  f"{p.warp_k}")
     require(p.stages >= 2, f"kernel7 pipelines its copies: stages must be >= 2, got {p.stages}")
@@ -66,11 +69,12 @@ def requires(p: GemmParams) -> None:
 
 
 def tensor_maps(p: GemmParams, M: int, N: int, K: int) -> tuple[tuple[str, TensorMap], ...]:
-    """A's map (block_m x 64 boxes) and B's (64 x 64 boxes), both 128-byte swizzled; with the
+    """A's map (block_m x 64 boxes, 128-byte swizzled) and B's (64 x 64 boxes, 128-byte
+    swizzled; 64 x 32 boxes, 64-byte swizzled, for a block_n not a multiple of 64); with the
     TMA epilogue, C's and D's (`tcsim.kernels.tma_epilogue`)."""
     return (("A", TensorMap(M, K, 2, p.block_m, p.block_k, SWIZZLE)),
-            ("B", TensorMap(K, N, 2, p.block_k, B_BOX, SWIZZLE)),
-            *(epilogue_maps(M, N) if p.store_buffers else ()))
+            ("B", TensorMap(K, N, 2, p.block_k, p.column_box, p.box_swizzle)),
+            *(epilogue_maps(M, N, p.column_box) if p.store_buffers else ()))
 
 
 def tiles(p: GemmParams) -> tuple:
@@ -78,14 +82,19 @@ def tiles(p: GemmParams) -> tuple:
 
 
 def descriptors(p: GemmParams, stage: int, kk: int,
-                swizzle: SwizzleMode = SWIZZLE) -> tuple[np.ndarray, int]:
+                swizzle: SwizzleMode | None = None) -> tuple[np.ndarray, int]:
     """The wgmma descriptors of K step ``kk`` of ``stage``: A's per consumer (its 64 rows of
     128 bytes, 32 bytes further along K per step; SBO: 8 rows), B's (MN-major: LBO the step
-    between 64-column boxes, SBO between groups of 8 K rows; 16 rows further per step)."""
+    between B's boxes, one swizzle atom's width of columns each; SBO between groups of 8 K
+    rows; 16 rows further per step). The PTX ISA's swizzled MN-major layout (CuTe's
+    ``Layout_MN_SW{128,64}_Atom``: `tcsim.memory.descriptors`) is the same for both
+    swizzles, with rows of 128 or 64 bytes. ``swizzle`` overrides both (a planted bug)."""
+    row = p.box_row_bytes
     a = stage * p.stage_bytes + np.arange(p.consumers) * p.warp_m * ROW_BYTES + kk * 32
-    b = stage * p.stage_bytes + p.a_tile_bytes + kk * 16 * ROW_BYTES
-    a_desc = [MatrixDescriptor(int(x), 16, 8 * ROW_BYTES, 0, swizzle).encode() for x in a]
-    b_desc = MatrixDescriptor(b, p.block_k * ROW_BYTES, 8 * ROW_BYTES, 0, swizzle).encode()
+    b = stage * p.stage_bytes + p.a_tile_bytes + kk * 16 * row
+    a_desc = [MatrixDescriptor(int(x), 16, 8 * ROW_BYTES, 0, swizzle or SWIZZLE).encode()
+              for x in a]
+    b_desc = MatrixDescriptor(b, p.block_k * row, 8 * row, 0, swizzle or p.box_swizzle).encode()
     return np.array(a_desc, np.uint64), b_desc
 
 
@@ -108,11 +117,11 @@ def program(m, p: GemmParams, plant: str = "") -> None:
     m.sync()
     qualifier = f"m64n{p.block_n}k16.{p.accumulate}.{p.inputs}.{p.inputs}"
     n = m.k_tile_count
-    box_bytes = p.block_k * ROW_BYTES
+    box_bytes = p.block_k * p.box_row_bytes  # one of B's boxes
     expect = p.stage_bytes - (box_bytes if plant == "short_expect_tx" else 0)
-    swizzle = SwizzleMode.B64 if plant == "descriptor_swizzle" else SWIZZLE
+    swizzle = SwizzleMode.B64 if plant == "descriptor_swizzle" else None
     early_release = plant == "early_release"
-    boxes = p.block_n // B_BOX
+    boxes = p.block_n // p.column_box
     rank = m.cluster_rank  # with clusters, this block copies boxes rank, rank + c, ...
     # Iteration `it` = t * n + k of a block's life uses stage it % stages in phase
     # it // stages: the pipeline runs on from one tile to the next (kernel8).
@@ -129,7 +138,8 @@ def program(m, p: GemmParams, plant: str = "") -> None:
                 with m.tile(t):
                     m.tma_load("A_tma", "A", a, 0, 0, k, full, s)
                     for box in range(boxes):
-                        at = (a + p.a_tile_bytes + box * box_bytes, 0, box * B_BOX, k, full, s)
+                        at = (a + p.a_tile_bytes + box * box_bytes, 0, box * p.column_box, k,
+                              full, s)
                         if c == 1:
                             m.tma_load("B_tma", "B", *at)
                         elif box % c == rank:  # this block's share, to every block

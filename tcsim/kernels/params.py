@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from ..isa.validate import integer
+from ..memory.descriptors import SwizzleMode
 from ..memory.shared import SM90_BLOCK_LIMIT
 
 MMA_M, MMA_N = 16, 8  # every mma.sync tile of the ladder is 16 x 8; K is 8 or 16 (mma_k)
@@ -43,6 +44,15 @@ ZERO_ALLOWED = ("stages", "producers", "group_m", "persistent_blocks", "staged_e
                 "store_buffers", "promotion", "row_scales")
 STAGING_ROW_BYTES = 128  # a staged epilogue's row: 64 f16 columns
 TMA_SWIZZLE_ALIGN = 1024  # a 128-byte swizzled TMA box in shared memory starts here
+# Columns of the Hopper rungs' boxes along N (B's TMA boxes, the epilogues' chunks): 64 (rows
+# of 128 bytes, the 128-byte swizzle) where block_n is a multiple of 64, else 32 (rows of 64
+# bytes, the 64-byte swizzle), so block_n may be any multiple of 32 (96, 160, 224)
+WIDE_BOX, NARROW_BOX = 64, 32
+
+
+def box_swizzle(columns: int) -> SwizzleMode:
+    """The swizzle of boxes ``columns`` f16 wide: a row is one swizzle atom's width."""
+    return SwizzleMode.B128 if columns == WIDE_BOX else SwizzleMode.B64
 
 
 class ProblemSizeError(ValueError):
@@ -84,10 +94,12 @@ class GemmParams:
     group_m: int = 0
     persistent_blocks: int = 0
     # 1: the epilogue moves C and D through shared memory in whole 128-byte lines, each
-    # consumer warp through its own staging of 16 rows x 64 columns (kernel9).
+    # consumer warp through its own staging of 16 rows x 64 columns (kernel9; 32 columns,
+    # 64-byte lines, where block_n is not a multiple of 64: `column_box`).
     staged_epilogue: int = 0
-    # n > 0: C arrives and D leaves by TMA, through n buffers of 16 rows x 64 columns per
-    # consumer warp, each with an mbarrier its C completes on (kernel10).
+    # n > 0: C arrives and D leaves by TMA, through n buffers of 16 rows x 64 (or 32:
+    # `column_box`) columns per consumer warp, each with an mbarrier its C completes on
+    # (kernel10).
     store_buffers: int = 0
     # fp8 (kernel11): B's element type when it differs from A's ("" for A's: ``inputs``), and
     # every how many wgmma k32 steps the tensor core's partial sum, started from zero, is
@@ -164,14 +176,14 @@ class GemmParams:
                       f"tile, got group_m={self.group_m}, "
                       f"persistent_blocks={self.persistent_blocks}")
         self._require(self.staged_epilogue in (0, 1) and (
-            not self.staged_epilogue or (self.producers and self.block_n % 64 == 0)),
+            not self.staged_epilogue or (self.producers and self.block_n % NARROW_BOX == 0)),
             "staged_epilogue is 0 or 1, and 1 only for a warp-specialized kernel (producers=1) "
-            f"whose block_n is a multiple of 64, got staged_epilogue={self.staged_epilogue}, "
-            f"producers={self.producers}, block_n={self.block_n}")
+            f"whose block_n is a multiple of {NARROW_BOX}, got staged_epilogue="
+            f"{self.staged_epilogue}, producers={self.producers}, block_n={self.block_n}")
         self._require(not self.store_buffers or (
-            self.producers and self.block_n % 64 == 0 and not self.staged_epilogue),
+            self.producers and self.block_n % NARROW_BOX == 0 and not self.staged_epilogue),
             "store_buffers > 0 (the TMA epilogue) needs a warp-specialized kernel (producers=1) "
-            "whose block_n is a multiple of 64, and no staged_epilogue, got "
+            f"whose block_n is a multiple of {NARROW_BOX}, and no staged_epilogue, got "
             f"store_buffers={self.store_buffers}, producers={self.producers}, "
             f"block_n={self.block_n}, staged_epilogue={self.staged_epilogue}")
         self._require(self.splits == 1 or self.store_buffers,
@@ -206,10 +218,10 @@ class GemmParams:
                       f"cluster_m={c} needs persistent blocks (kernel8 and later) in whole "
                       f"clusters: persistent_blocks a positive multiple of {c}, got "
                       f"persistent_blocks={self.persistent_blocks}")
-        self._require(self.block_n % 64 == 0,
-                      f"cluster_m={c}: the blocks share B's 64-column boxes (rank r multicasts "
-                      f"boxes r, r + {c}, ...), so block_n must be a multiple of 64, got "
-                      f"block_n={self.block_n}")
+        self._require(self.block_n % NARROW_BOX == 0,
+                      f"cluster_m={c}: the blocks share B's boxes of {WIDE_BOX} or {NARROW_BOX} "
+                      f"columns (rank r multicasts boxes r, r + {c}, ...), so block_n must be a "
+                      f"multiple of {NARROW_BOX}, got block_n={self.block_n}")
         self._require(self.splits == 1,
                       f"cluster_m={c} and split-K (splits={self.splits}) do not go together: a "
                       "cluster's blocks share B's tiles over the whole K range")
@@ -351,6 +363,22 @@ class GemmParams:
         return 4 * self.consumers * self.store_buffers
 
     @property
+    def column_box(self) -> int:
+        """Columns of B's TMA boxes and of the epilogues' chunks (Hopper rungs): 64 where
+        block_n is a multiple of 64, else 32 (96-wide tiles and the like)."""
+        return WIDE_BOX if self.block_n % WIDE_BOX == 0 else NARROW_BOX
+
+    @property
+    def box_row_bytes(self) -> int:
+        """Bytes of one row of those boxes (f16 or bf16): 128 or 64."""
+        return 2 * self.column_box
+
+    @property
+    def box_swizzle(self) -> SwizzleMode:
+        """Their swizzle: a row is one swizzle atom's width (128-byte or 64-byte swizzle)."""
+        return box_swizzle(self.column_box)
+
+    @property
     def staging_offset(self) -> int:
         """Where an epilogue's buffers start: after the barriers, on a 128-byte row (1024
         bytes for TMA boxes, whose 128-byte swizzle follows the address bits)."""
@@ -360,10 +388,10 @@ class GemmParams:
 
     @property
     def staging_bytes(self) -> int:
-        """An epilogue's buffers of 16 rows of 128 bytes: one per consumer warp for the
+        """An epilogue's buffers of 16 rows of `box_row_bytes`: one per consumer warp for the
         staged epilogue, ``store_buffers`` for the TMA one (else 0)."""
         buffers = self.staged_epilogue + self.store_buffers
-        return buffers * 4 * self.consumers * 16 * STAGING_ROW_BYTES
+        return buffers * 4 * self.consumers * 16 * self.box_row_bytes
 
     @property
     def shared_bytes(self) -> int:

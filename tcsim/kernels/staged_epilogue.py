@@ -20,6 +20,11 @@ Matrix i of an x4 is columns 8(2h + i // 2) .. + 7 of rows 8(i % 2) .. + 7 of th
 0..3), so register i of every lane is the accumulator word of column group 2h + i // 2, half
 i % 2. The twin (``epilogue_tile_staged`` in hopper.cuh) issues C's global loads one chunk
 ahead; the simulator issues the same instructions in program order.
+
+A tile whose width is not a multiple of 64 (96, 160, 224: `GemmParams.column_box`) is walked
+32 columns at a time through a staging of 16 rows x 64 bytes under the 64-byte swizzle (chunk
+c of row r at c ^ (r / 2 % 4)): 4 lanes move a 64-byte line, a row-wise step covers 8 rows (2
+steps), and two ldmatrix.x4 (h = 0, 1) cover the chunk.
 """
 
 from __future__ import annotations
@@ -27,38 +32,42 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa.fragments import mma_fragment
-from ..memory.descriptors import SwizzleMode
 from .blocks import epilogue_words
 from .machine import OFF
-from .params import STAGING_ROW_BYTES, GemmParams
+from .params import GemmParams
 
-CHUNK_COLUMNS = 64  # one 128-byte line of f16
+CHUNK_COLUMNS = 64  # one 128-byte line of f16 (32 columns, 64 bytes: GemmParams.column_box)
 ROWS = 16  # a consumer warp's rows of the tile
 
 
 def staging_address(p: GemmParams, warp, row, chunk) -> np.ndarray:
     """Shared byte address of 16-byte chunk ``chunk`` of ``row`` in consumer warp ``warp``'s
-    staging (arrays broadcast): the 128-byte swizzle on the offset in the staging."""
-    offset = np.asarray(row) * STAGING_ROW_BYTES + np.asarray(chunk) * 16
-    return p.staging_offset + np.asarray(warp) * ROWS * STAGING_ROW_BYTES + \
-        SwizzleMode.B128.swizzle(offset)
+    staging (arrays broadcast): the swizzle of its rows (128-byte, or 64-byte) on the offset
+    in the staging."""
+    row_bytes = p.box_row_bytes
+    offset = np.asarray(row) * row_bytes + np.asarray(chunk) * 16
+    return p.staging_offset + np.asarray(warp) * ROWS * row_bytes + p.box_swizzle.swizzle(offset)
 
 
 def _lines(p: GemmParams, warps: np.ndarray):
     """Row-wise moves: each lane's staging address, and its row and column in the chunk,
-    (warps, 4, 32) each: lane l of step q moves 16 bytes of row 4q + l / 8, chunk l % 8."""
+    (warps, steps, 32) each: with L = lanes per line (8 for 128-byte rows, 4 for 64-byte
+    ones), lane l of step q moves 16 bytes of row (32 / L) q + l / L, chunk l % L."""
+    per_line = p.box_row_bytes // 16
     lane = np.arange(32)
-    row = 4 * np.arange(4)[:, None] + lane // 8
-    chunk = np.broadcast_to(lane % 8, row.shape)
+    rows_per_step = 32 // per_line
+    row = rows_per_step * np.arange(ROWS // rows_per_step)[:, None] + lane // per_line
+    chunk = np.broadcast_to(lane % per_line, row.shape)
     return staging_address(p, warps[:, None, None], row, chunk), row, 8 * chunk
 
 
 def matrix_addresses(p: GemmParams, warps: np.ndarray) -> np.ndarray:
-    """ldmatrix/stmatrix.x4 row addresses, (warps, 4, 32): x4 number h, lane 8i + r addresses
-    row r + 8 (i % 2) of column group 2h + i // 2 (``warps`` number the 2 KiB buffers)."""
+    """ldmatrix/stmatrix.x4 row addresses, (warps, x4s, 32): x4 number h (4 a 64-column chunk,
+    2 a 32-column one), lane 8i + r addresses row r + 8 (i % 2) of column group 2h + i // 2
+    (``warps`` number the buffers)."""
     lane = np.arange(32)
     i, r = lane // 8, lane % 8
-    group = 2 * np.arange(4)[:, None] + i // 2
+    group = 2 * np.arange(p.column_box // 16)[:, None] + i // 2
     return staging_address(p, warps[:, None, None], r + 8 * (i % 2), group)
 
 
@@ -73,20 +82,22 @@ def warp_accumulators(p: GemmParams, acc: np.ndarray) -> np.ndarray:
 
 def d_in_place(m, matrices: np.ndarray, per_warp: np.ndarray, chunk: int,
                reads_c: bool = True) -> None:
-    """C's 64 columns ``chunk`` in the buffers whose ldmatrix rows are ``matrices`` (warps,
-    4, 32) -> ``ldmatrix.x4`` -> D's words by the ladder's arithmetic -> ``stmatrix.x4`` to
-    the same places (kernel9 and kernel10). Without ``reads_c`` (beta 0) the buffers hold no
-    C and no ldmatrix is issued."""
+    """C's columns ``chunk`` (of 64, or 32) in the buffers whose ldmatrix rows are
+    ``matrices`` (warps, x4s, 32) -> ``ldmatrix.x4`` -> D's words by the ladder's arithmetic
+    -> ``stmatrix.x4`` to the same places (kernel9 and kernel10). Without ``reads_c`` (beta
+    0) the buffers hold no C and no ldmatrix is issued."""
+    x4s = matrices.shape[-2]
+    n = 2 * x4s  # column groups of 8 in the chunk
     if reads_c:
-        c = m.ldmatrix("C_ldmatrix", "x4", matrices)  # (blocks, warps, 4, 32, 4)
+        c = m.ldmatrix("C_ldmatrix", "x4", matrices)  # (blocks, warps, x4s, 32, 4)
         # register i of x4 h: column group 2h + i // 2, half i % 2 -> (groups, halves, 32)
         c = np.moveaxis(c.reshape(c.shape[:-1] + (2, 2)), -3, -1)
-        c = c.reshape(c.shape[:2] + (8, 2, 32))
+        c = c.reshape(c.shape[:2] + (n, 2, 32))
     else:
-        c = np.zeros(per_warp.shape[:2] + (8, 2, 32), np.uint32)
-    groups = per_warp[:, :, chunk * 8:(chunk + 1) * 8]
-    d = epilogue_words(m, groups, c)  # (blocks, warps, 8, 2, 32)
-    d = np.moveaxis(d.reshape(d.shape[:2] + (4, 2, 2, 32)), -1, -3)
+        c = np.zeros(per_warp.shape[:2] + (n, 2, 32), np.uint32)
+    groups = per_warp[:, :, chunk * n:(chunk + 1) * n]
+    d = epilogue_words(m, groups, c)  # (blocks, warps, groups, 2, 32)
+    d = np.moveaxis(d.reshape(d.shape[:2] + (x4s, 2, 2, 32)), -1, -3)
     m.stmatrix("D_stmatrix", "x4", matrices, d.reshape(d.shape[:3] + (32, 4)))
 
 
@@ -99,8 +110,8 @@ def staged_epilogue(m, p: GemmParams, acc: np.ndarray) -> None:
     line, row, col = _lines(p, warps)
     matrices = matrix_addresses(p, warps)
     rows = ROWS * warps[:, None, None] + row
-    for chunk in range(p.block_n // CHUNK_COLUMNS):
-        cols = chunk * CHUNK_COLUMNS + col
+    for chunk in range(p.block_n // p.column_box):
+        cols = chunk * p.column_box + col
         c = m.load_global("C_gmem_load", "C", rows, cols, vector=8, clip=p.ragged)
         m.store_shared("C_smem_store", line, c)
         d_in_place(m, matrices, per_warp, chunk)

@@ -3,18 +3,20 @@
 kernel9's consumers still spend their tile's end on global memory: they wait for C's loads and
 issue D's stores themselves while the tensor pipe idles (docs/kernels.md). Here each consumer
 warp has ``store_buffers`` buffers of 16 rows x 64 columns (2 KiB, the 128-byte swizzle that
-TMA and kernel9's staging share), each with an mbarrier, and lane 0 moves whole boxes:
+TMA and kernel9's staging share; for a tile width that is not a multiple of 64, 16 rows x 32
+columns, 1 KiB under the 64-byte swizzle: `GemmParams.column_box`), each with an mbarrier,
+and lane 0 moves whole boxes:
 
 1. ``C_EARLY`` K tiles before its tile ends, after issuing that K tile's wgmma, lane 0 waits
    until its earlier TMA stores have read their buffers (``cp.async.bulk.wait_group.read 0``)
    and asks for the first buffers of C (``cp.async.bulk.tensor`` of its 16 x 64 box,
    ``arrive.expect_tx`` of 2 KiB on the buffer's barrier): they arrive while the tensor pipe
    works;
-2. per 64 columns: wait for the buffer's barrier, ``ldmatrix.x4`` hands every lane its C words
-   in the accumulators' order, the ladder's arithmetic, ``stmatrix.x4`` D's words to the same
-   places, ``fence.proxy.async`` (the TMA store reads what the warp wrote), and lane 0 issues
-   the box's TMA store (``cp.async.bulk.tensor...global.shared::cta.bulk_group``, one bulk
-   group). With more chunks than buffers, lane 0 then waits until that store has read the
+2. per 64 columns (or 32): wait for the buffer's barrier, ``ldmatrix.x4`` hands every lane
+   its C words in the accumulators' order, the ladder's arithmetic, ``stmatrix.x4`` D's words
+   to the same places, ``fence.proxy.async`` (the TMA store reads what the warp wrote), and
+   lane 0 issues the box's TMA store (``cp.async.bulk.tensor...global.shared::cta.bulk_group``,
+   one bulk group). With more chunks than buffers, lane 0 then waits until that store has read the
    buffer and asks for the C of the chunk ``store_buffers`` ahead in it.
 
 The warps never wait for a store to reach global memory; only the kernel's end waits for the
@@ -31,9 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..memory.descriptors import SwizzleMode
 from ..memory.tma import TensorMap
-from .params import GemmParams
+from .params import GemmParams, box_swizzle
 from .staged_epilogue import (
     CHUNK_COLUMNS,
     ROWS,
@@ -43,12 +44,13 @@ from .staged_epilogue import (
 )
 
 C_EARLY = 1  # K tiles before the tile's end at which its C is asked for (hopper.cuh: C_EARLY)
-BOX_BYTES = ROWS * CHUNK_COLUMNS * 2
 
 
-def tensor_maps(M: int, N: int) -> tuple[tuple[str, TensorMap], ...]:
-    """C's and D's maps: boxes of a warp's 16 rows x 64 columns, 128-byte swizzled."""
-    box = TensorMap(M, N, 2, ROWS, CHUNK_COLUMNS, SwizzleMode.B128)
+def tensor_maps(M: int, N: int, columns: int = CHUNK_COLUMNS) -> tuple[tuple[str, TensorMap],
+                                                                        ...]:
+    """C's and D's maps: boxes of a warp's 16 rows x ``columns`` (64: 128-byte swizzled; 32:
+    64-byte swizzled, `GemmParams.column_box`)."""
+    box = TensorMap(M, N, 2, ROWS, columns, box_swizzle(columns))
     return ("C", box), ("D", box)
 
 
@@ -68,20 +70,22 @@ class TmaEpilogue:
         self.reads_c = m.reads_c
         self.stores = 0
         self.warps = np.arange(4 * p.consumers)
-        self.chunks = p.block_n // CHUNK_COLUMNS
+        self.columns = p.column_box
+        self.chunks = p.block_n // self.columns
+        self.box_bytes = ROWS * p.box_row_bytes
 
     def buffer(self, warp: int, x: int) -> int:
         """Shared address of warp ``warp``'s buffer of store number ``x``."""
-        return self.p.staging_offset + (warp * self.buffers + x % self.buffers) * BOX_BYTES
+        return self.p.staging_offset + (warp * self.buffers + x % self.buffers) * self.box_bytes
 
     def _load_c(self, x: int, chunk: int) -> None:
         """Lane 0 of every consumer warp asks for its box of the tile's ``chunk`` in store
         ``x``'s buffer (inside ``m.tile``)."""
         for w in self.warps:
             index = int(w) * self.buffers + x % self.buffers
-            self.m.arrive(self.c_full, index, expect_tx=BOX_BYTES)
+            self.m.arrive(self.c_full, index, expect_tx=self.box_bytes)
             self.m.tma_load("C_tma", "C", self.buffer(int(w), x), ROWS * int(w),
-                            CHUNK_COLUMNS * chunk, 0, self.c_full, index)
+                            self.columns * chunk, 0, self.c_full, index)
 
     def ask_first(self, t: int, plant: str = "") -> None:
         """Step 1, C_EARLY K tiles before tile ``t`` ends."""
@@ -114,7 +118,7 @@ class TmaEpilogue:
                     m.fence_proxy_async()
                 for w in self.warps:
                     m.tma_store("D_tma", "D", self.buffer(int(w), x), ROWS * int(w),
-                                CHUNK_COLUMNS * chunk)
+                                self.columns * chunk)
                 m.bulk_commit()
                 if self.reads_c and chunk + self.buffers < self.chunks:
                     if plant != "no_store_wait":

@@ -40,7 +40,13 @@ NARROW_TILES = {"128x192": {"block_n": 192, "warp_n": 192},
                 # three consumers, 3 stages (cuBLAS's tile at 3072^3 and 3000^3): the fewest
                 # operand bytes per flop, which pays where rows are not 128-byte aligned and
                 # L2 serves TMA in more, smaller requests (3000^3: 413 -> 498 TFLOP/s)
-                "192x192": {"block_m": 192, "block_n": 192, "warp_n": 192, "stages": 3}}
+                "192x192": {"block_m": 192, "block_n": 192, "warp_n": 192, "stages": 3},
+                # 96 columns (B in 32-column boxes under the 64-byte swizzle): cuBLAS's tile
+                # at 1536^3 (nvjet ..._192x96_64x5), 128 tiles for 132 SMs where 128 x 192
+                # makes 96; 128 x 96 makes 4/3 the tiles of 128 x 128. The most stages that
+                # fit beside kernel10's buffers: 5 (192 x 96), 7 (128 x 96).
+                "192x96": {"block_m": 192, "block_n": 96, "warp_n": 96, "stages": 5},
+                "128x96": {"block_n": 96, "warp_n": 96, "stages": 7}}
 # kernel10 also splits K (`tcsim.kernels.split_k`): S times the blocks, each over 1/S of K,
 # for f32 accumulators; the model charges the partials' trip through L2 and the reducer's
 # wait for them. With f16 accumulators these candidates are set aside (`Choice.set_aside`).

@@ -133,6 +133,40 @@ def test_every_tile_variant_matches_the_cuda_twin(name, label, rng):
         assert differ == 0, f"{label} {options}: {differ} of {M * N} differ"
 
 
+# Widths a multiple of 32 but not of 64 (B in 32-column boxes under the 64-byte swizzle, the
+# epilogues in 32-column chunks) beyond TILE_VARIANTS' 192x96 and 128x96: 160 and 224, bf16,
+# beta 0, a cluster pair sharing three boxes, split-K; ragged shapes, several tiles a block.
+WIDE = [("kernel7", 128, 160, {"inputs": "bf16", "output": "bf16"}),
+        ("kernel8", 64, 224, {"persistent_blocks": 5}),
+        ("kernel9", 128, 160, {"persistent_blocks": 5, "inputs": "bf16", "output": "bf16"}),
+        ("kernel9", 64, 224, {"persistent_blocks": 5}),
+        ("kernel10", 128, 160, {"persistent_blocks": 5}),
+        ("kernel10", 64, 224, {"persistent_blocks": 5, "beta": 0.0}),
+        ("kernel10", 192, 96, {"persistent_blocks": 6, "cluster_m": 2}),
+        ("kernel10", 128, 96, {"splits": 3})]
+
+
+@pytest.mark.parametrize("name, bm, bn, extra", WIDE, ids=[
+    f"{n}-{m}x{w}-" + "-".join(f"{k}={v}" for k, v in e.items()) for n, m, w, e in WIDE])
+def test_tiles_a_multiple_of_32_wide_match_the_cuda_twin(name, bm, bn, extra, rng):
+    options = {"block_m": bm, "block_n": bn, "warp_n": bn, "stages": 3, **extra}
+    beta0 = options.pop("beta", None)
+    accumulates = ("f32",) if "bf16" in options.values() or "splits" in options else \
+        ("f16", "f32")
+    M, N, K = (768 if "cluster_m" in options else 520), 392, 1000
+    for accumulate in accumulates:
+        A, B, C, alpha, beta = typed_inputs(rng, M, N, K, options.get("inputs", "f16"),
+                                            options.get("output", "f16"))
+        beta = beta if beta0 is None else beta0
+        sim = tcsim.run(name, A, B, C, alpha, beta, accumulate=accumulate, **options)
+        got = hw.run(name, A, B, C, alpha, beta, accumulate=accumulate, **options)
+        differ = int((sim.view(np.uint16) != got.view(np.uint16)).sum())
+        log_hw({"test": "wide_tiles", "kernel": name, "accumulate": accumulate, **options,
+                "beta": beta, "shape": [M, N, K], "differ": differ, "elements": M * N,
+                "device": runtime.device_name()})
+        assert differ == 0, f"{name} {bm}x{bn} {accumulate} {options}: {differ} of {M * N}"
+
+
 @pytest.mark.parametrize("name, accumulate, beta", [
     *((name, "f32", beta) for name in HOPPER_KERNELS for beta in (0.0, -0.0)),
     ("kernel10", "f16", 0.0)])
@@ -244,7 +278,7 @@ def test_trace_matches_nsight_compute(rng):
              for shape in ((512, 1024, 1024), (1024, 512, 4096)) for acc in ("f16", "f32")]
     cases += [(name, (768, 384, 640), "f32", {"block_n": n, "warp_n": n, "group_m": 2,
                                               "persistent_blocks": 5}, None)
-              for name in ("kernel8", "kernel9", "kernel10") for n in (64, 192)]
+              for name in ("kernel8", "kernel9", "kernel10") for n in (64, 96, 192)]
     # three consumers (192-row tiles, 3 stages) and the narrow tiles' deeper rings
     cases += [(name, (768, 384, 640), "f32", {**TILE_VARIANTS[name][label], "group_m": 2,
                                               "persistent_blocks": 5}, None)

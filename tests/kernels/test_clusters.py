@@ -106,14 +106,16 @@ def test_trace_halves_bs_reads_from_l2_and_keeps_what_arrives(name):
         assert one.totals[key] == two.totals[key]
 
 
-@pytest.mark.parametrize("tile, boxes", [
-    ({"block_m": 192, "block_n": 192, "warp_n": 192, "stages": 3}, 3),
-    ({"block_n": 64, "warp_n": 64}, 1)])
-def test_odd_box_counts_go_round_robin(tile, boxes):
+@pytest.mark.parametrize("tile, boxes, box", [
+    ({"block_m": 192, "block_n": 192, "warp_n": 192, "stages": 3}, 3, 8192),
+    ({"block_n": 64, "warp_n": 64}, 1, 8192),
+    ({"block_m": 192, "block_n": 96, "warp_n": 96, "stages": 5}, 3, 4096)])
+def test_odd_box_counts_go_round_robin(tile, boxes, box):
     """B's boxes go round robin, box b to rank b % 2: of 192 columns' three boxes rank 0
-    copies two and rank 1 one; of 64 columns' one, rank 0 copies it and rank 1 none. Either
-    way each column's boxes are read from L2 once per pair and arrive in both blocks.
-    768 x 768 x 512: 8 K tiles, A's box block_m x 64, B's boxes 64 x 64 (8 KiB)."""
+    copies two and rank 1 one; of 64 columns' one, rank 0 copies it and rank 1 none; 96
+    columns come in three boxes of 32 columns. Either way each column's boxes are read from
+    L2 once per pair and arrive in both blocks. 768 x 768 x 512: 8 K tiles, A's box block_m x
+    64, B's boxes 64 x 64 (8 KiB) or 64 x 32 (4 KiB)."""
     M, N, K = 768, 768, 512
     bm, bn = tile.get("block_m", 128), tile["block_n"]
     tiles_m, tiles_n, k_tiles = M // bm, N // bn, K // 64
@@ -122,9 +124,9 @@ def test_odd_box_counts_go_round_robin(tile, boxes):
                     **tile)
     pairs = tiles_m // 2 * tiles_n * k_tiles  # (pair of tiles, K tile)
     assert t.totals[TMA_LD_INST] == tiles_m * tiles_n * k_tiles + pairs * boxes
-    assert t.totals[TMA_LD_BYTES] == tiles_m * tiles_n * k_tiles * (a_box + boxes * 8192)
-    assert t.sites["B_tma"].sectors * 32 == pairs * boxes * 8192
-    assert t.sites["B_multicast_in"].sectors * 32 == pairs * boxes * 8192
+    assert t.totals[TMA_LD_BYTES] == tiles_m * tiles_n * k_tiles * (a_box + boxes * box)
+    assert t.sites["B_tma"].sectors * 32 == pairs * boxes * box
+    assert t.sites["B_multicast_in"].sectors * 32 == pairs * boxes * box
     kernel = kernel_named("kernel10")
     p = kernel.params(accumulate="f32", persistent_blocks=4, cluster_m=2, **tile)
     for rank, mine in ((0, -(-boxes // 2)), (1, boxes // 2)):  # one block of each rank
@@ -133,8 +135,8 @@ def test_odd_box_counts_go_round_robin(tile, boxes):
         tracer.begin_blocks(np.array([rank]), np.array([0]))
         kernel.issue(tracer)
         sites = {name: s.sectors * 32 for name, s in tracer.sites.items()}
-        assert sites.get("B_tma", 0) == mine * k_tiles * 8192  # rank 1 of 64 columns: none
-        assert sites.get("B_multicast_in", 0) == (boxes - mine) * k_tiles * 8192
+        assert sites.get("B_tma", 0) == mine * k_tiles * box  # rank 1 of 64 columns: none
+        assert sites.get("B_multicast_in", 0) == (boxes - mine) * k_tiles * box
     rng = np.random.default_rng()
     A = rng.integers(-3, 4, (M, K)).astype(np.float16)
     B = rng.integers(-3, 4, (K, N)).astype(np.float16)

@@ -246,3 +246,78 @@ def test_setmaxnreg_requests_fit_the_register_file(name, tile):
     assert consumer % 8 == 0 and producer % 8 == 0
     if p.consumers <= 2:
         assert consumer == 232
+
+
+# Tiles a multiple of 32 but not of 64 wide (B in boxes of 32 columns under the 64-byte
+# swizzle, the epilogues in chunks of 32 columns): 192 x 96 (cuBLAS's at 1536^3), 128 x 96,
+# 128 x 160, 64 x 224.
+WIDTHS = [(192, 96), (128, 96), (128, 160), (64, 224)]
+# (M, N, K, accumulate, inputs, output, persistent blocks): ragged M, N and K (N not a
+# multiple of the tile nor of 32), one 8 x 8 x 8, bf16, blocks of several tiles each
+WIDE_CASES = [(200, 184, 136, "f32", "f16", "f16", 0), (331, 296, 72, "f16", "f16", "f16", 2),
+              (8, 8, 8, "f16", "f16", "f16", 0), (130, 488, 200, "f32", "bf16", "bf16", 3),
+              (200, 184, 136, "f32", "bf16", "f16", 0)]
+
+
+@pytest.mark.parametrize("name", list(HOPPER_KERNELS))
+@pytest.mark.parametrize("tile", WIDTHS, ids=lambda t: f"{t[0]}x{t[1]}")
+def test_tiles_a_multiple_of_32_wide_give_the_chained_wgmma(name, tile, rng):
+    bm, bn = tile
+    for M, N, K, accumulate, inputs, output, persistent in WIDE_CASES:
+        A, B, C, alpha, beta = operands(rng, M, N, K, inputs, output)
+        options = {"block_m": bm, "block_n": bn, "warp_n": bn, "stages": 3,
+                   "accumulate": accumulate, "inputs": inputs, "output": output}
+        if persistent and name != "kernel7":
+            options["persistent_blocks"] = persistent
+        D = tcsim.run(name, A, B, C, alpha, beta, **options)
+        want = by_hand(A, B, C, alpha, beta, inputs, output, bn, accumulate)
+        assert np.array_equal(D.view(np.uint16), want), (name, tile, M, N, K, options)
+        assert within_error(D, A, B, C, alpha, beta, accumulate, output)
+
+
+@pytest.mark.parametrize("name", ["kernel9", "kernel10"])
+def test_a_96_wide_tile_with_beta_zero_reads_no_c(name, rng):
+    A, B, _, alpha, _ = operands(rng, 200, 184, 136)
+    C = np.full((200, 184), np.nan, np.float16)
+    D = tcsim.run(name, A, B, C, alpha, 0.0, block_m=192, block_n=96, warp_n=96, stages=5,
+                  accumulate="f32", persistent_blocks=2)
+    assert np.array_equal(D.view(np.uint16), by_hand(A, B, C, alpha, 0.0, "f16", "f16", 96))
+
+
+@pytest.mark.parametrize("name", list(HOPPER_KERNELS))
+def test_a_96_wide_tile_copies_b_in_32_column_boxes(name):
+    """192 x 96 tiles at 200 x 176 x 96 (rows of whole 32-byte sectors): 2 x 2 tiles of 2 K
+    tiles. Each K tile is one box of A (192 x 64 f16, 24 KiB) and three of B (64 rows x 32
+    columns, 4 KiB each), counted whole past the edge; each consumer warp (3 x 4 of them)
+    issues 4 wgmma m64n96k16 a K tile. kernel10 asks for C in 16 x 32 boxes (1 KiB), 12 warps
+    x 3 of them a tile, and stores D once; kernel9 stages 32 columns at a time: per warp and
+    chunk, two st.shared.v4 of C (8 rows of 64 bytes: 4 wavefronts each), two ldmatrix.x4 and
+    two stmatrix.x4. A wgmma reads its operands in wavefronts of 128 bytes, B's 64-byte
+    swizzled rows too: (64 x 16 + 16 x 96) x 2 / 128 = 40 a warpgroup's wgmma (the H100 counted
+    76,800 op_gmma wavefronts for 1,920 of them at 768x384x640, 2026-11-26)."""
+    M, N, K = 200, 176, 96
+    t = tcsim.trace(name, M, N, K, beta=1.0, accumulate="f32", block_m=192, block_n=96,
+                    warp_n=96, stages=5)
+    tiles, k_tiles, warps = 4, 2, 12
+    assert t.sites["A_tma"].executions == tiles * k_tiles
+    assert t.sites["B_tma"].executions == tiles * k_tiles * 3
+    assert t.sites["wgmma"].instruction.endswith("m64n96k16.f32.f16.f16")
+    assert t.sites["wgmma"].executions == tiles * k_tiles * 4 * warps
+    assert t.sites["wgmma"].wavefronts == tiles * k_tiles * 4 * 3 * 40
+    c_boxes = tiles * warps * 3 * 16 * 32 * 2 if name == "kernel10" else 0
+    assert t.totals["l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"] == \
+        tiles * k_tiles * (192 * 64 * 2 + 3 * 64 * 32 * 2) + c_boxes
+    assert t.totals["l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum"] == \
+        (2 * M * N if name == "kernel10" else 0)
+    if name == "kernel9":
+        for site in ("C_smem_store", "C_ldmatrix", "D_stmatrix"):
+            assert t.sites[site].executions == tiles * warps * 3 * 2, site
+            assert t.sites[site].wavefronts == 4 * t.sites[site].executions, site
+
+
+@pytest.mark.parametrize("name", list(HOPPER_KERNELS))
+@pytest.mark.parametrize("block_n", [80, 32, 272, 200])
+def test_tile_widths_off_the_32_column_boxes_are_refused(name, block_n):
+    """kernel9's and kernel10's epilogues refuse a width off 32 columns first."""
+    with pytest.raises(ValueError, match=rf"multiple of 32.*block_n={block_n}"):
+        tcsim.trace(name, 256, 256, 128, block_n=block_n, warp_n=block_n)

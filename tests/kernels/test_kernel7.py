@@ -5,6 +5,10 @@ The bits are checked against `tests/wgmma_chain.py` (the same instructions writt
 TMA, descriptors, stages or roles) on inputs with subnormals, overflow, cancellation, inf and
 NaN; the H100 checks the twin against tcsim.run (tests/hw/test_hopper_hw.py)."""
 
+import re
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 from gemm_inputs import gemm_inputs
@@ -12,7 +16,7 @@ from wgmma_chain import chained_wgmma
 
 import tcsim
 from tcsim.kernels import kernel_named
-from tcsim.kernels.kernel7 import ROW_BYTES, descriptors, tensor_maps
+from tcsim.kernels.kernel7 import descriptors, tensor_maps
 from tcsim.kernels.roles import (
     Barriers,
     DeadlockError,
@@ -96,25 +100,63 @@ def test_narrower_tiles_run_too(block_n, rng):
     assert np.array_equal(D.view(np.uint16), chained_wgmma(A, B, C, alpha, beta, "f32", block_n))
 
 
-def test_tma_boxes_land_where_the_descriptors_read():
+# (tile overrides, B's box columns, its swizzle): 64-column boxes (128-byte rows) where the
+# width is a multiple of 64, else 32-column boxes (64-byte rows) under the 64-byte swizzle
+B_BOXES = [({}, 64, "128B"), ({"block_m": 192, "block_n": 96, "warp_n": 96}, 32, "64B"),
+           ({"block_n": 160, "warp_n": 160}, 32, "64B"),
+           ({"block_m": 64, "block_n": 224, "warp_n": 224}, 32, "64B"),
+           ({"block_n": 192, "warp_n": 192}, 64, "128B")]
+
+
+@pytest.mark.parametrize("tile, columns, swizzle", B_BOXES)
+def test_tma_boxes_land_where_the_descriptors_read(tile, columns, swizzle):
     """Every element a consumer's wgmma reads through its descriptors is the element the TMA
-    box put there: A's box of 128 rows and B's four 64-column boxes, 128-byte swizzled."""
-    p = kernel7.defaults
+    box put there: A's box of block_m rows (128-byte swizzled) and B's boxes of 64 K rows x
+    ``columns`` (rows of 2 * columns bytes under ``swizzle``), one after the other. B's
+    descriptor is MN-major: LBO the bytes of one box, SBO those of 8 of its rows."""
+    p = kernel7.params(stages=2, **tile)
     a_map, b_map = (t for _, t in tensor_maps(p, 256, 512, 128))
+    assert (b_map.box_rows, b_map.box_cols, str(b_map.swizzle)) == (64, columns, swizzle)
+    box_bytes = 64 * columns * 2
     for stage in range(p.stages):
         base = stage * p.stage_bytes
-        a_box = a_map.box_offsets(base)  # (128 rows, 64 k)
-        b_boxes = [b_map.box_offsets(base + p.a_tile_bytes + i * p.block_k * ROW_BYTES)
-                   for i in range(p.block_n // 64)]
-        b_tile = np.concatenate(b_boxes, axis=1)  # (64 k, 256 n)
+        a_box = a_map.box_offsets(base)  # (block_m rows, 64 k)
+        b_boxes = [b_map.box_offsets(base + p.a_tile_bytes + i * box_bytes)
+                   for i in range(p.block_n // columns)]
+        b_tile = np.concatenate(b_boxes, axis=1)  # (64 k, block_n)
         for kk in range(p.block_k // 16):
             a_desc, b_desc = descriptors(p, stage, kk)
             for consumer, value in enumerate(a_desc):
                 read = MatrixDescriptor.decode(int(value)).layout(2, "K", 64).addresses()
                 rows = slice(64 * consumer, 64 * consumer + 64)
                 assert np.array_equal(read, a_box[rows, 16 * kk:16 * kk + 16])
-            read = MatrixDescriptor.decode(int(b_desc)).layout(2, "MN", 256).addresses()
+            b = MatrixDescriptor.decode(int(b_desc))
+            assert (b.leading_byte_offset, b.stride_byte_offset, str(b.swizzle)) == \
+                (box_bytes, 8 * 2 * columns, swizzle)
+            read = b.layout(2, "MN", p.block_n).addresses()
             assert np.array_equal(read, b_tile[16 * kk:16 * kk + 16].T)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("width", [96, 160, 224, 256])
+def test_the_twins_direct_epilogue_moves_only_the_tiles_words(width, tmp_path):
+    """kernel7's twin loads C and stores D word by word in batches of 16 (hopper.cuh's
+    epilogue_tile): each thread moves 2 words per 8 columns, 24 for a 96-wide tile, and a
+    partial last batch must not reach into the next tile (the first H100 run of 192 x 96 had
+    it store 32, and 27% of D differed). Counted in the PTX: one ld and one st.global.b32 a
+    word, all unrolled."""
+    from tcsim.hw import runtime
+
+    p = kernel7.params(block_n=width, warp_n=width, accumulate="f32", stages=3)
+    source = tmp_path / "kernel7.cu"
+    source.write_text(runtime.source_text(kernel7.source))
+    options = runtime.options(runtime._target_defines(kernel7.defines(p), "sm_90a"), "sm_90a")
+    subprocess.run(["nvcc", "-ptx", *options, "-o", str(tmp_path / "k.ptx"), str(source)],
+                   check=True, capture_output=True)
+    ptx = (tmp_path / "k.ptx").read_text()
+    words = width // 8 * 2
+    assert len(re.findall(r"\bst\.global\.b32\b", ptx)) == words
+    assert len(re.findall(r"\bld\.global\.b32\b", ptx)) == words
 
 
 @pytest.mark.parametrize("kernel", [kernel7, kernel8])

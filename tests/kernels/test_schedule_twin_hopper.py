@@ -56,6 +56,10 @@ CASES = [
                  id="kernel7-f32"),
     pytest.param(kernel7_as_user_code(), (128, 256, 192),
                  {"accumulate": "f32", "inputs": "bf16", "output": "bf16"}, id="kernel7-bf16"),
+    # 96 wide: B in 32-column boxes under the 64-byte swizzle, three consumers, m64n96k16
+    pytest.param(kernel7_as_user_code(), (384, 192, 192),
+                 {"accumulate": "f32", "block_m": 192, "block_n": 96, "warp_n": 96,
+                  "stages": 3}, id="kernel7-192x96"),
 ]
 
 
@@ -218,7 +222,7 @@ def test_the_variant_helper_is_the_guides_kernel_unchanged():
 
 @pytest.mark.parametrize("change, site, message", [
     ({"k_major_b": True}, "wgmma", "B K-major"),
-    ({"qualifier": "m64n96k16.f16.f16.f16"}, "wgmma", "the twin issues m64nNk16"),
+    ({"qualifier": "m64n40k16.f16.f16.f16"}, "wgmma", "the twin issues m64nNk16"),
     ({"tma_in_consumer": True}, "stray_tma", "also issues warp-wide instructions"),
     ({"arrivals": 2}, "empty", "an arrival of count 2"),
     ({"init_in_role": True}, "late", "mbarriers initialized inside a role"),

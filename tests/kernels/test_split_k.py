@@ -29,15 +29,19 @@ from tcsim.kernels import ProblemSizeError
 from tcsim.kernels.split_k import k_range
 
 
-@pytest.mark.parametrize("shape,splits", [((100, 264, 328), 3),    # ragged M, N; K 6 tiles
-                                          ((64, 256, 448), 4),     # 7 K tiles: 1, 2, 2, 2
-                                          ((130, 512, 320), 5)])   # one K tile each
-def test_the_partials_are_summed_in_split_order_in_f32(rng, shape, splits):
+@pytest.mark.parametrize("shape,splits,tile", [
+    ((100, 264, 328), 3, {}),    # ragged M, N; K 6 tiles
+    ((64, 256, 448), 4, {}),     # 7 K tiles: 1, 2, 2, 2
+    ((130, 512, 320), 5, {}),    # one K tile each
+    # 96-wide tiles (B in 32-column boxes; 48 f32 registers a thread, 12 workspace rows)
+    ((200, 264, 328), 3, {"block_m": 192, "block_n": 96, "warp_n": 96, "stages": 5}),
+    ((100, 176, 448), 4, {"block_n": 96, "warp_n": 96, "stages": 7})])
+def test_the_partials_are_summed_in_split_order_in_f32(rng, shape, splits, tile):
     M, N, K = shape
     A, B, ranges = order_inputs(rng, M, N, K, splits)
     C = rng.integers(-8, 9, (M, N)).astype(np.float16)
     want = reference(A, B, C, 1.0, 0.5, ranges)
-    got = tcsim.run(kernel10, A, B, C, 1.0, 0.5, accumulate="f32", splits=splits)
+    got = tcsim.run(kernel10, A, B, C, 1.0, 0.5, accumulate="f32", splits=splits, **tile)
     assert np.array_equal(got.view(np.uint16), want.view(np.uint16))
     # the order shows: the exact sum (no split) differs on some elements
     exact = A.astype(np.float64) @ B.astype(np.float64) + 0.5 * C

@@ -254,7 +254,7 @@ def probe_source() -> str:
 # The instructions the GEMM twins issue (hopper.cuh): f16 or bf16 inputs, A K-major, B MN-major
 # (B is K x N row-major in global memory), D f32 or f16, at the N a consumer may own; and fp8
 # (scaled.cuh, kernel11), both K-major, D f32.
-ISSUE_N = (64, 128, 192, 256)
+ISSUE_N = (64, 96, 128, 160, 192, 224, 256)  # kernel7.WGMMA_N
 FP8_MIXES = (("e4m3", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e4m3"))  # A's type, B's
 
 

@@ -29,8 +29,15 @@
 #define A_STAGE_BYTES (BM * BK * 2)
 #define B_STAGE_BYTES (BK * BN * 2)
 #define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
-#define B_BOXES (BN / 64)       // B's tile arrives as BN / 64 boxes of 64 columns (128 bytes)
-#define B_BOX_BYTES (BK * 128)  // one box: BK rows of 128 bytes
+// B's tile arrives in boxes of COL_BOX columns: 64 (rows of 128 bytes, the 128-byte swizzle)
+// when BN is a multiple of 64, else 32 (rows of 64 bytes, the 64-byte swizzle: BN 96, 160,
+// 224). The epilogues' chunks are as wide (tcsim.kernels.params.GemmParams.column_box).
+#define COL_BOX (BN % 64 ? 32 : 64)
+#define COL_BOX_BYTES (COL_BOX * 2)
+#define COL_SWIZZLE_MODE (COL_BOX == 64 ? 1 : 2)  // the descriptor's: 128-byte or 64-byte
+#define COL_SWIZZLE_BITS (COL_BOX == 64 ? 3 : 2)  // Swizzle<bits, 4, 3> on byte addresses
+#define B_BOXES (BN / COL_BOX)
+#define B_BOX_BYTES (BK * COL_BOX_BYTES)  // one box: BK rows of COL_BOX_BYTES
 #define ACC_REGS (ACC_F32 ? BN / 2 : BN / 4)
 #ifndef IN_BF16
 #define IN_BF16 0
@@ -57,7 +64,7 @@ typedef uint32_t acc_t;  // f16x2
 #ifndef PLANT_SHORT_EXPECT_TX  // the full barrier expects one B box too few bytes
 #define PLANT_SHORT_EXPECT_TX 0
 #endif
-#ifndef PLANT_DESCRIPTOR_SWIZZLE  // descriptors say 64-byte swizzle, the tiles have 128
+#ifndef PLANT_DESCRIPTOR_SWIZZLE  // descriptors say 64-byte swizzle, A's tiles have 128
 #define PLANT_DESCRIPTOR_SWIZZLE 0
 #endif
 // PLANT_NO_EDGE_FILL changes no device code: the host's tensor maps (tcsim.kernels.planted)
@@ -97,8 +104,8 @@ struct __align__(64) TensorMap {
   unsigned long long opaque[16];
 };
 
-// kernel10: C arrives and D leaves by TMA, through STORE_BUFFERS shared buffers of 16 x 64 per
-// consumer warp. A warp's lane 0 asks for its tile's first buffers of C C_EARLY K tiles before
+// kernel10: C arrives and D leaves by TMA, through STORE_BUFFERS shared buffers of 16 x COL_BOX
+// per consumer warp. A warp's lane 0 asks for its tile's first buffers of C C_EARLY K tiles before
 // the tile ends, and never waits for a D store until it needs the buffer again.
 #ifndef TMA_STORE_EPILOGUE
 #define TMA_STORE_EPILOGUE 0
@@ -246,11 +253,11 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar, uint32_t r
 // ---- wgmma -----------------------------------------------------------------------------------
 
 // The 64-bit matrix descriptor (PTX "Matrix Descriptor Format"; tcsim.memory.MatrixDescriptor):
-// 128-byte swizzle (mode 1; 2 is 64-byte), base offset 0 (every stage starts on a 1024-byte
-// boundary).
+// swizzle `mode` (1 128-byte, A's and B's in 64-column boxes; 2 64-byte, B's in 32-column
+// boxes), base offset 0 (every stage starts on a 1024-byte boundary).
 __device__ __forceinline__ uint64_t descriptor(uint32_t address, uint32_t leading,
-                                               uint32_t stride) {
-  const uint64_t swizzle = PLANT_DESCRIPTOR_SWIZZLE ? 2 : 1;
+                                               uint32_t stride, uint64_t mode = 1) {
+  const uint64_t swizzle = PLANT_DESCRIPTOR_SWIZZLE ? 2 : mode;
   return (uint64_t)((address & 0x3FFFF) >> 4) | (uint64_t)((leading & 0x3FFFF) >> 4) << 16 |
          (uint64_t)((stride & 0x3FFFF) >> 4) << 32 | swizzle << 62;
 }
@@ -290,14 +297,20 @@ __device__ __forceinline__ void wgmma_tile(acc_t (&acc)[ACC_REGS], uint64_t a, u
 #endif
 #if BN == 256
   TCSIM_WGMMA_CALL(256)
+#elif BN == 224
+  TCSIM_WGMMA_CALL(224)
 #elif BN == 192
   TCSIM_WGMMA_CALL(192)
+#elif BN == 160
+  TCSIM_WGMMA_CALL(160)
 #elif BN == 128
   TCSIM_WGMMA_CALL(128)
+#elif BN == 96
+  TCSIM_WGMMA_CALL(96)
 #elif BN == 64
   TCSIM_WGMMA_CALL(64)
 #else
-#error "hopper.cuh: BN must be 64, 128, 192 or 256"
+#error "hopper.cuh: BN must be a multiple of 32 from 64 to 256"
 #endif
 #undef TCSIM_WGMMA_CALL
 }
@@ -319,11 +332,15 @@ extern __shared__ __align__(1024) unsigned char hopper_shared[];
 #endif
 // kernel9: C and D pass through shared memory in whole 128-byte lines. Each consumer warp has
 // a staging buffer of 16 rows x 128 bytes (64 columns), 16-byte chunk c of row r at c ^ (r % 8),
-// after the barriers (tcsim.kernels.params.GemmParams.staging_offset).
+// after the barriers (tcsim.kernels.params.GemmParams.staging_offset). With COL_BOX 32, rows of
+// 64 bytes (32 columns), chunk c of row r at c ^ (r / 2 % 4): the 64-byte swizzle.
 #ifndef STAGED_EPILOGUE
 #define STAGED_EPILOGUE 0
 #endif
-#define STAGING_ROW_BYTES 128
+#define STAGING_ROW_BYTES COL_BOX_BYTES
+#define LINE_LANES (STAGING_ROW_BYTES / 16)  // lanes that move one row of the staging
+#define LINE_ROWS (32 / LINE_LANES)          // rows one warp-wide row-wise move covers
+#define CHUNK_WORDS (COL_BOX / 4)            // a thread's accumulator words in one chunk
 #define STAGING_WARP_BYTES (16 * STAGING_ROW_BYTES)
 #if TMA_STORE_EPILOGUE  // a TMA box's 128-byte swizzle follows address bits: 1024-byte aligned
 #define STAGING_ALIGN 1024
@@ -410,15 +427,18 @@ __device__ __forceinline__ void epilogue_tile(const acc_t (&acc)[ACC_REGS], cons
                                               const uint16_t* __restrict__ C,
                                               uint16_t* __restrict__ D, float alpha, float beta,
                                               int N) {
+// A last batch may be partial (BN 96: 24 words, batches of 16): words past C_WORDS belong to
+// the next tile and are neither loaded nor stored.
 #pragma unroll
   for (int j0 = 0; j0 < C_WORDS; j0 += 2 * EPILOGUE_BATCH) {
     uint32_t c[2 * EPILOGUE_BATCH];
 #pragma unroll
     for (int j = 0; j < 2 * EPILOGUE_BATCH; j++)
-      c[j] = e.inside(j0 + j) ? load_c(C, e, j0 + j, N) : 0u;
+      c[j] = j0 + j < C_WORDS && e.inside(j0 + j) ? load_c(C, e, j0 + j, N) : 0u;
 #pragma unroll
     for (int j = 0; j < 2 * EPILOGUE_BATCH; j++)
-      if (e.inside(j0 + j)) epilogue_word(acc, j0 + j, c[j], e, D, alpha, beta, N);
+      if (j0 + j < C_WORDS && e.inside(j0 + j))
+        epilogue_word(acc, j0 + j, c[j], e, D, alpha, beta, N);
   }
 }
 
@@ -437,9 +457,10 @@ __device__ __forceinline__ void st_global_v4(uint16_t* p, const uint32_t (&r)[4]
                : : "l"(p), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
 }
 // Byte offset of 16-byte chunk `chunk` of row `row` in a warp's staging: the 128-byte
-// swizzle, Swizzle<3, 4, 3> (chunk c of row r at c ^ (r % 8)).
+// swizzle, Swizzle<3, 4, 3> (chunk c of row r at c ^ (r % 8)), or with 64-byte rows the
+// 64-byte one, Swizzle<2, 4, 3>.
 __device__ __forceinline__ uint32_t staging_offset(int row, int chunk) {
-  return swizzle(row * STAGING_ROW_BYTES + chunk * 16, 3, 4, 3);
+  return swizzle(row * STAGING_ROW_BYTES + chunk * 16, COL_SWIZZLE_BITS, 4, 3);
 }
 
 // kernel9's epilogue (tcsim/kernels/kernel9.py), 64 columns of the warp's 16 rows at a time:
@@ -454,7 +475,7 @@ __device__ __forceinline__ uint32_t matrix_row_offset(int g) {
   const int lane = threadIdx.x % 32, i = lane / 8;
   return staging_offset(lane % 8 + 8 * (i % 2), g + i / 2);
 }
-// C's 16 x 64 of `chunk` in a warp's 2 KiB buffer -> ldmatrix.x4 (the words in the
+// C's 16 x COL_BOX of `chunk` in a warp's buffer -> ldmatrix.x4 (the words in the
 // accumulators' fragment order: word 2g + h is columns 8g.., rows h * 8 + lane / 4) -> D's
 // words by the ladder's arithmetic -> stmatrix.x4 to the same places (kernel9, kernel10).
 // Without READ_C (beta 0) the buffer holds no C: D's words go in with no ldmatrix. (A template,
@@ -463,17 +484,18 @@ __device__ __forceinline__ uint32_t matrix_row_offset(int g) {
 template <bool READ_C = true>
 __device__ __forceinline__ void d_in_place(const acc_t (&acc)[ACC_REGS], int chunk,
                                            uint32_t buffer, float alpha, float beta) {
-  uint32_t w[16] = {};
+  uint32_t w[CHUNK_WORDS] = {};
 #pragma unroll
-  for (int g = 0; g < 8; g += 2)
+  for (int g = 0; g < COL_BOX / 8; g += 2)
     if (READ_C)
       ldmatrix_x4(w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3],
                   buffer + matrix_row_offset(g));
 #pragma unroll
-  for (int j = 0; j < 16; j++) w[j] = epilogue_at(acc, chunk * 16 + j, w[j], alpha, beta);
+  for (int j = 0; j < CHUNK_WORDS; j++)
+    w[j] = epilogue_at(acc, chunk * CHUNK_WORDS + j, w[j], alpha, beta);
   __syncwarp();
 #pragma unroll
-  for (int g = 0; g < 8; g += 2)
+  for (int g = 0; g < COL_BOX / 8; g += 2)
     stmatrix_x4(buffer + matrix_row_offset(g), w[2 * g], w[2 * g + 1], w[2 * g + 2], w[2 * g + 3]);
 }
 
@@ -485,7 +507,7 @@ __device__ __forceinline__ void load_c_box(const TensorMap* tensor_c, uint32_t s
   mbarrier_arrive_expect_tx(bar, STAGING_WARP_BYTES);
   tma_load_2d(staging + x % STORE_BUFFERS * STAGING_WARP_BYTES, tensor_c, col, tile_row, bar);
 }
-// kernel10's epilogue, 64 columns of the warp's 16 rows at a time (store number x = stores):
+// kernel10's epilogue, COL_BOX columns of the warp's 16 rows at a time (store number x = stores):
 // wait for C's box in buffer x % STORE_BUFFERS -> ldmatrix.x4 (C in fragment order) -> D's
 // words -> stmatrix.x4 in place -> one TMA store of the box by lane 0; then, if the tile has
 // more chunks than buffers, lane 0 waits until that store has read the buffer and asks for
@@ -499,7 +521,7 @@ __device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], 
                                                   int tile_col, int& stores) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
-  for (int chunk = 0; chunk < BN / 64; chunk++, stores++) {
+  for (int chunk = 0; chunk < BN / COL_BOX; chunk++, stores++) {
     const uint32_t buffer = staging + stores % STORE_BUFFERS * STAGING_WARP_BYTES;
     if (!READ_C) {
       if (lane == 0 && !PLANT_NO_STORE_WAIT) bulk_wait_read<STORE_BUFFERS - 1>();
@@ -511,12 +533,12 @@ __device__ __forceinline__ void epilogue_tile_tma(const acc_t (&acc)[ACC_REGS], 
     if (!PLANT_NO_FENCE) fence_proxy_async_shared();
     __syncwarp();
     if (lane == 0) {
-      tma_store_2d(tensor_d, tile_col + chunk * 64, tile_row, buffer);
+      tma_store_2d(tensor_d, tile_col + chunk * COL_BOX, tile_row, buffer);
       bulk_commit();
-      if (READ_C && chunk + STORE_BUFFERS < BN / 64) {
+      if (READ_C && chunk + STORE_BUFFERS < BN / COL_BOX) {
         if (!PLANT_NO_STORE_WAIT) bulk_wait_read<0>();
         load_c_box(tensor_c, staging, c_full, stores + STORE_BUFFERS, tile_row,
-                   tile_col + (chunk + STORE_BUFFERS) * 64);
+                   tile_col + (chunk + STORE_BUFFERS) * COL_BOX);
       }
     }
   }
@@ -543,30 +565,35 @@ __device__ __forceinline__ void epilogue_tile_staged(const acc_t (&acc)[ACC_REGS
                                                      float beta, int M, int N, uint32_t staging,
                                                      int tile_row, int tile_col) {
   const int lane = threadIdx.x % 32;
-  uint32_t c_lines[2][4][4];  // this chunk's C and the next one's, 16 bytes a line
+  // row-wise moves: lane l of step q moves 16 bytes of row LINE_ROWS q + l / LINE_LANES
+  uint32_t c_lines[2][16 / LINE_ROWS][4];  // this chunk's C and the next one's
+  const int line_row = lane / LINE_LANES, line_chunk = lane % LINE_LANES;
 #pragma unroll
-  for (int q = 0; q < 4; q++)
-    ld_c_line(c_lines[0][q], C, tile_row + 4 * q + lane / 8, tile_col + lane % 8 * 8, M, N);
+  for (int q = 0; q < 16 / LINE_ROWS; q++)
+    ld_c_line(c_lines[0][q], C, tile_row + LINE_ROWS * q + line_row, tile_col + line_chunk * 8,
+              M, N);
 #pragma unroll
-  for (int chunk = 0; chunk < BN / 64; chunk++) {
-    const int col = tile_col + chunk * 64 + lane % 8 * 8;
-    if (chunk + 1 < BN / 64) {
+  for (int chunk = 0; chunk < BN / COL_BOX; chunk++) {
+    const int col = tile_col + chunk * COL_BOX + line_chunk * 8;
+    if (chunk + 1 < BN / COL_BOX) {
 #pragma unroll
-      for (int q = 0; q < 4; q++)
-        ld_c_line(c_lines[(chunk + 1) % 2][q], C, tile_row + 4 * q + lane / 8, col + 64, M, N);
+      for (int q = 0; q < 16 / LINE_ROWS; q++)
+        ld_c_line(c_lines[(chunk + 1) % 2][q], C, tile_row + LINE_ROWS * q + line_row,
+                  col + COL_BOX, M, N);
     }
 #pragma unroll
-    for (int q = 0; q < 4; q++)
-      st_shared_v4(staging + staging_offset(4 * q + lane / 8, lane % 8), c_lines[chunk % 2][q]);
+    for (int q = 0; q < 16 / LINE_ROWS; q++)
+      st_shared_v4(staging + staging_offset(LINE_ROWS * q + line_row, line_chunk),
+                   c_lines[chunk % 2][q]);
     __syncwarp();
     d_in_place(acc, chunk, staging, alpha, beta);
     __syncwarp();
 #pragma unroll
-    for (int q = 0; q < 4; q++) {
-      const int row = tile_row + 4 * q + lane / 8;
+    for (int q = 0; q < 16 / LINE_ROWS; q++) {
+      const int row = tile_row + LINE_ROWS * q + line_row;
       if (row < M && col < N) {  // a line past the edge is neither read nor stored
         uint32_t v[4];
-        ld_shared_v4(v, staging + staging_offset(4 * q + lane / 8, lane % 8));
+        ld_shared_v4(v, staging + staging_offset(LINE_ROWS * q + line_row, line_chunk));
         st_global_v4(D + (uint64_t)row * N + col, v);
       }
     }
@@ -770,13 +797,13 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
 #pragma unroll
           for (int box = 0; box < B_BOXES; box++)
             if (box % CLUSTER_M == rank)
-              tma_load_2d_multicast(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64,
+              tma_load_2d_multicast(b + box * B_BOX_BYTES, tensor_b, col * BN + box * COL_BOX,
                                     (k_first + k) * BK, full + 8 * s, (1 << CLUSTER_M) - 1);
 #else
 #pragma unroll
           for (int box = 0; box < B_BOXES; box++)
-            tma_load_2d(b + box * B_BOX_BYTES, tensor_b, col * BN + box * 64, (k_first + k) * BK,
-                        full + 8 * s);
+            tma_load_2d(b + box * B_BOX_BYTES, tensor_b, col * BN + box * COL_BOX,
+                        (k_first + k) * BK, full + 8 * s);
 #endif
         }
       }
@@ -791,9 +818,11 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
   StageRing ring;
   uint32_t released = 0;  // the stage of the K tile before (the one a wait<1> frees)
   int it = 0;  // K tiles so far (only PLANT_SKIP_FIRST_WAITS reads it)
-  // stage 0's descriptors: A's 64 rows of this consumer (K-major), B's tile (MN-major)
+  // stage 0's descriptors: A's 64 rows of this consumer (K-major), B's tile (MN-major: LBO
+  // steps from box to box, SBO 8 rows of a box; kernel7.descriptors)
   const uint64_t a_desc = descriptor(base + consumer * CONSUMER_M * 128, 16, 1024),
-                 b_desc = descriptor(base + A_STAGE_BYTES, B_BOX_BYTES, 1024);
+                 b_desc = descriptor(base + A_STAGE_BYTES, B_BOX_BYTES, 8 * COL_BOX_BYTES,
+                                     COL_SWIZZLE_MODE);
 #if TMA_STORE_EPILOGUE
   const int warp = threadIdx.x / 32 % 4;
   const uint32_t staging =
@@ -824,7 +853,8 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
       if (TIMING_KEEP(MMA, alpha)) {
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++)  // A: 32 bytes along its 128-byte rows; B: 16 rows
-          wgmma_tile(acc, descriptor_plus(a, kk * 32), descriptor_plus(b, kk * 16 * 128));
+          wgmma_tile(acc, descriptor_plus(a, kk * 32),
+                     descriptor_plus(b, kk * 16 * COL_BOX_BYTES));
       }
       wgmma_commit();
 #if TMA_STORE_EPILOGUE
@@ -832,9 +862,9 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
       if (k == c_at && lane == 0 && read_c) {
         if (!PLANT_NO_STORE_WAIT) bulk_wait_read<0>();
 #pragma unroll
-        for (int chunk = 0; chunk < min(STORE_BUFFERS, BN / 64); chunk++)
+        for (int chunk = 0; chunk < min(STORE_BUFFERS, BN / COL_BOX); chunk++)
           load_c_box(tensor_c, staging, c_full_warp, stores + chunk, warp_row,
-                     col * BN + chunk * 64);
+                     col * BN + chunk * COL_BOX);
       }
 #endif
       wgmma_wait<1>();  // the wgmma of stage it - 1 are done reading it
@@ -855,9 +885,9 @@ __device__ __forceinline__ void gemm_warp_specialized(GEMM_PARAMS SPLIT_PARAMS,
           if (lane == 0 && read_c) {  // C's first boxes, as kernel10 asks for them at c_at
             if (!PLANT_NO_STORE_WAIT) bulk_wait_read<0>();
 #pragma unroll
-            for (int chunk = 0; chunk < min(STORE_BUFFERS, BN / 64); chunk++)
+            for (int chunk = 0; chunk < min(STORE_BUFFERS, BN / COL_BOX); chunk++)
               load_c_box(tensor_c, staging, c_full_warp, stores + chunk, warp_row,
-                         col * BN + chunk * 64);
+                         col * BN + chunk * COL_BOX);
           }
         }))
       continue;

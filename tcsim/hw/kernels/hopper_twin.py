@@ -17,11 +17,12 @@ What the twin does with each, as the hand-written Hopper twins do:
   schedule names (relative to the block's tile and K tile, as the schedule gives it) in the
   tensor map the kernel's ``tensor_maps`` encodes (the launcher passes them after the ladder's
   parameters, ``tensor_<operand>``);
-- **wgmma**: m64nNk16 (N 64, 128, 192, 256; f16 inputs with f16 or f32 accumulators, bf16 with
-  f32), A K-major and B MN-major from shared memory, each warpgroup's descriptors the
-  schedule's own values with the block's shared-memory base added (its 1024-byte alignment
-  keeps the swizzle's phase). Accumulators are arrays updated in place, as on the GPU: a
-  wgmma takes zeros (`Machine.zeros`) or the D of the last wgmma on the same accumulators;
+- **wgmma**: m64nNk16 (N a multiple of 32 from 64 to 256; f16 inputs with f16 or f32
+  accumulators, bf16 with f32), A K-major and B MN-major from shared memory, each
+  warpgroup's descriptors the schedule's own values with the block's shared-memory base
+  added (its 1024-byte alignment keeps the swizzle's phase). Accumulators are arrays updated
+  in place, as on the GPU: a wgmma takes zeros (`Machine.zeros`) or the D of the last wgmma
+  on the same accumulators;
   ``wgmma.fence``, ``commit_group`` and ``wait_group`` where the schedule issues them, each
   fence and wait keeping the compiler from moving the accumulators across it.
 
