@@ -280,7 +280,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         units["l2"] = l1_misses * SECTOR / g["l2_bytes_per_s"] + \
             max(tma_sectors * SECTOR / tma_rate if tma_sectors else 0.0,
                 requests / g[REQUESTS] if requests else 0.0)
-        streamed = dram_rate
+        streamed, in_flight = dram_rate, 0.0
         if tma and IN_FLIGHT in g.constants:
             # DRAM streams a TMA kernel's boxes as fast as the copies in flight let it: the
             # busy SMs' stages ahead, the DRAM's share of their bytes while it streams (the
@@ -296,7 +296,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         restarts = (waves - 1) * fill / hz if tma and blocks_launched(p, M, N) == blocks else 0.0
         seconds = launch + max(units[busiest] + latency, units["l2"] + tail + restarts,
                                units["dram"] + tail + restarts)
-        return {**full, "fill": fill, "units": units, "latency": latency, "seconds": seconds}
+        return {**full, "fill": fill, "units": units, "latency": latency, "seconds": seconds,
+                "dram_rate": streamed, "in_flight": in_flight}
 
     # The clock under the power cap falls while the kernel runs (`Gpu.clock_hz`): a short
     # kernel runs faster, so its time and its clock are found together.
@@ -337,6 +338,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
                "l2_bytes": l2_bytes, "l2_requests": requests, "by_requests": by_requests,
                "dram_bytes": dram_bytes, "prefetch": prefetch,
+               "dram_bytes_per_s": t["dram_rate"], "dram_in_flight_bytes": t["in_flight"],
                "lookup_share": lookup_share(p, M, N, K, g) if tma and p.group_m > 1
                and p.block_n <= NARROW and LOOKUPS in g.constants else None,
                "clock_hz": hz, "k_tiles": k_tiles, "launch_seconds": launch, "sms": sms,
@@ -346,6 +348,9 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     if limiter == "l2" and by_requests:
         advice = ("rows on 128-byte lines: a leading dimension padded to a multiple of 128 "
                   "bytes (64 f16 elements) takes a request a line")
+    if limiter == "dram" and details["dram_in_flight_bytes"]:
+        advice = ("more copies in flight from DRAM: more stages in the ring, or tiles that keep "
+                  "more SMs busy")
     if limiter == "latency" and details["fixed_share"] >= SMALL:
         advice = ("more, smaller tiles to busy every SM (tcsim.choose_tile compares a kernel's) "
                   "or split-K; several problems in one launch share its fixed cost")
@@ -642,6 +647,11 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
                 f"up {d['lookup_share']:.0%} (the SMs of a GPC that ask for a line together "
                 f"share a request), at its read bandwidth; {d['dram_bytes'] / 1e9:,.2f} GB "
                 "from DRAM")
+    if limiter == "dram" and d["dram_in_flight_bytes"]:
+        return (f"DRAM's stream: {d['dram_bytes'] / 1e9:,.2f} GB at "
+                f"{d['dram_bytes_per_s'] / 1e12:.2f} TB/s, the rate "
+                f"{d['dram_in_flight_bytes'] / 1e6:.1f} MB of copies in flight from DRAM keep up "
+                f"(the busy SMs' {d['prefetch']} stages ahead)")
     if limiter in ("l2", "dram"):
         return (f"{limiter} bandwidth: {d['l2_bytes'] / 1e9:,.2f} GB through L2, "
                 f"{d['dram_bytes'] / 1e9:,.2f} GB from DRAM")

@@ -24,7 +24,7 @@ def test_a_wgmma_only_run_writes_its_rates_and_leaves_every_other_entry(tmp_path
     shutil.copy(GPUS, table)
     before = json.loads(table.read_text())
     rng = np.random.default_rng()
-    shapes = [(n, a, acc) for n in (256, 128, 64, 192)
+    shapes = [(n, a, acc) for n in bench.WGMMA_N
               for a, acc in (("f16", "f32"), ("f16", "f16"), ("bf16", "f32"))]
     rates = {f"wgmma_m64n{n}k16_{a}_{acc}_per_sm_per_cycle": float(rng.uniform(0.005, 0.04))
              for n, a, acc in shapes}
