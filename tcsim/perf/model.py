@@ -45,38 +45,40 @@ and the block's chain per K tile, what one block waits for when it is alone on t
   A TMA-fed kernel's blocks run in step, so they reach their epilogues together: each waits
   for the D tiles of every busy SM to go through L2 at L2's rate (the epilogue's burst).
 
-An SM finishes a wave of ``B`` blocks in ``B x W + max(L - W, 0)``, W the busiest unit's work
-of one block and L one block's chain: the unit does every block's work, and one block's waits
+An SM finishes a wave of ``B`` blocks in ``B x W + max(L - W, 0)``, W the busiest unit's work of
+one block and L one block's chain: the unit does every block's work, and one block's waits
 beyond its own work stay exposed (the blocks of an SM leave their barriers and refill their
-pipelines at the same moments; the form of Hong and Kim's analytical model, ISCA 2009). With
-one block per SM that is the chain. The kernel takes ``ceil(tiles / (B x SMs))`` waves
-(persistent blocks: tiles over the blocks launched); the last may be partly empty (the
-tail), and its blocks' chain is figured on its own SMs (fewer share L2; fewer D tiles meet in
-it). A TMA pipeline is filled once: the first K tile's latency and transfer. Chip-wide, the
-L2 bytes over the L2 bandwidth (TMA copies at TMA's rate) and the DRAM bytes over the DRAM
-bandwidth (a TMA kernel's at the rate DRAM streams a GEMM's boxes) bound the time too, and a
-launch adds its fixed cost. TMA's rate is the one measured for a GEMM's
-tiles copied in the same order with nothing computed: when the tiles in flight are taken in
-groups of block rows, SMs ask for the same lines at about the same time, and the L2 serves
+pipelines at the same moments; the form of Hong and Kim's analytical model, ISCA 2009). With one
+block per SM that is the chain. The kernel takes ``ceil(tiles / (B x SMs))`` waves (persistent
+blocks: tiles over the blocks launched); the last may be partly empty (the tail), and its
+blocks' chain is figured on its own SMs (fewer share L2; fewer D tiles meet in it). A TMA
+pipeline is filled once: the first K tile's latency and transfer (once per wave where blocks are
+launched wave after wave, split-K's). Chip-wide, the L2 bytes over the L2 bandwidth (TMA copies
+at TMA's rate) and the DRAM bytes over the DRAM bandwidth bound the time too, a TMA kernel's
+DRAM bytes at the rate its copies in flight sustain (the busy SMs' stages ahead times the first
+wave's DRAM share of their bytes, on a saturating curve up to the measured bandwidth), and a
+launch adds its fixed cost (more for a launch in clusters). TMA's rate is the one measured for a
+GEMM's tiles copied in the same order with nothing computed: when the tiles in flight are taken
+in groups of block rows, SMs ask for the same lines at about the same time, and the L2 serves
 them with fewer lookups (measured: Nsight Compute's L2 lookups are 0.59 of TMA's bytes in
-kernel8's order, 0.97 along N), so the copies run faster; 64-row tiles in groups have a rate
-of their own, per SM cycle. For tiles 128 wide or narrower in groups, where the GPU description
-has L2's lookup factor, TMA's rate is L2's read bandwidth over the share of TMA's sectors L2
-looks up (`lookup_share`): a GPC's L2 request coalescer sends one request for its SMs that
-ask for a line together, so the share is counted per (box, GPC) for a wave in lockstep and
-scaled by a factor for SMs out of step (measured with Nsight Compute: 0.33-0.90 of the
-sectors looked up, 1.1-2.1 times the lockstep count, and the lookups never faster than L2's
-read bandwidth; the factor is fitted). An SM's copies take its share of that rate among the
-busy SMs, up to what one SM alone reaches. L2 also serves TMA's read requests at a rate of
-its own, and a box row that does not start on a 128-byte line (a row pitch that is a
-multiple of 16 bytes but not of 128: 3000 f16 elements) costs 4.6 times the requests of
-one that does (measured with Nsight Compute: kernel10 at 3000^3 asks for 13.7M against
-3.4M at 3072^3 and runs at that rate), so such rows bound the copies by their requests:
-chip-wide, and as the busy SMs' shares in a block's chain (`_tma_requests`). DRAM bytes come
-from an L2 reuse model: the tiles of one wave (in the kernel's tile order) read each A
-row-panel and B column-panel they share once; the next wave reads them again unless A and B
-fit in L2. Local memory goes to DRAM when the resident threads' local bytes do not fit in
-half of L2.
+kernel8's order, 0.97 along N), so the copies run faster; 64-row tiles in groups have a rate of
+their own, per SM cycle. For tiles 128 wide or narrower in groups, where the GPU description has
+L2's lookup factor, TMA's rate is L2's read bandwidth over the share of TMA's sectors L2 looks
+up (`lookup_share`): a GPC's L2 request coalescer sends one request for its SMs that ask for a
+line together, so the share is counted per (box, GPC) for a wave in lockstep and scaled by a
+factor for SMs out of step (measured with Nsight Compute: 0.33-0.90 of the sectors looked up,
+1.1-2.1 times the lockstep count, and the lookups never faster than L2's read bandwidth; the
+factor is fitted), and of the lookups that saves, a share growing with the log of the K tiles
+each block works through is lost as the SMs drift out of step. An SM's copies take its share of
+that rate among the busy SMs, up to what one SM alone reaches. L2 also serves TMA's read
+requests at a rate of its own, and a box row that does not start on a 128-byte line (a row pitch
+that is a multiple of 16 bytes but not of 128: 3000 f16 elements) costs 4.6 times the requests
+of one that does (measured with Nsight Compute: kernel10 at 3000^3 asks for 13.7M against 3.4M
+at 3072^3 and runs at that rate), so such rows bound the copies by their requests: chip-wide,
+and as the busy SMs' shares in a block's chain (`_tma_requests`). DRAM bytes come from an L2
+reuse model: the tiles of one wave (in the kernel's tile order) read each A row-panel and B
+column-panel they share once; the next wave reads them again unless A and B fit in L2. Local
+memory goes to DRAM when the resident threads' local bytes do not fit in half of L2.
 
 Cycles become seconds at the clock the GPU holds under the kernel's tensor load: the clock
 measured under an mma.sync load; for a wgmma kernel, the clock the power cap allows a wgmma
@@ -88,11 +90,11 @@ for that share of a busy SM. The largest term is the limiter; a unit busy less t
 predicted time is not, and latency is (Nsight Compute's rule); latency whose launch and fill
 make a quarter of the time is a small problem's. When L1's data pipe limits and
 most of its wavefronts are shared memory's, the limiter is named "shared". Every constant comes
-from the GPU description, with its source; six of them (the launch's cost, 64-row tiles' TMA
-rate, L2's lookup factor, DRAM's rate for TMA boxes, the stage handoff, split-K's turn) are
-fitted on named cases
-of issue 35's runs (`benchmarks/bench_sweep.py --fit`; the others of its logs held out), the
-others measured; none is fitted to one kernel.
+from the GPU description, with its source; eight of them (the launch's cost, 64-row tiles' TMA
+rate, L2's lookup factor and its drift (two), DRAM's bytes in flight, the stage handoff,
+split-K's turn) are fitted on named cases of issue 35's runs (`benchmarks/bench_sweep.py
+--fit`; the runs logged after the fit held out), the others measured; none is fitted to one
+kernel.
 """
 
 from __future__ import annotations
@@ -516,8 +518,7 @@ def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int) -> float:
     tile order of ``p``, a kernel's `GemmParams`, clusters included; one tile a SM) on GPCs in
     block order (block b of a wave on GPC b x gpcs // sms; an assumption: the hardware's block
     placement is not documented, and no other simple placement fits Nsight Compute's counts
-    better), an A
-    box per (tile row, GPC) and a B box per (tile column, GPC)."""
+    better), an A box per (tile row, GPC) and a B box per (tile column, GPC)."""
     from ..kernels.scheduler import tile_order
 
     rows, cols = tile_order(p, M, N)
