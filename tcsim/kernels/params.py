@@ -52,6 +52,9 @@ WIDE_BOX, NARROW_BOX = 64, 32
 
 def box_swizzle(columns: int) -> SwizzleMode:
     """The swizzle of boxes ``columns`` f16 wide: a row is one swizzle atom's width."""
+    if columns not in (WIDE_BOX, NARROW_BOX):
+        raise ValueError(f"the Hopper rungs' boxes along N are {WIDE_BOX} or {NARROW_BOX} "
+                         f"columns wide (128- or 64-byte swizzle), got {columns!r}")
     return SwizzleMode.B128 if columns == WIDE_BOX else SwizzleMode.B64
 
 

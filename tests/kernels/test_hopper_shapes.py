@@ -321,3 +321,12 @@ def test_tile_widths_off_the_32_column_boxes_are_refused(name, block_n):
     """kernel9's and kernel10's epilogues refuse a width off 32 columns first."""
     with pytest.raises(ValueError, match=rf"multiple of 32.*block_n={block_n}"):
         tcsim.trace(name, 256, 256, 128, block_n=block_n, warp_n=block_n)
+
+
+@pytest.mark.parametrize("columns", [0, 16, 48, 96, 128, "64", None])
+def test_a_box_width_off_the_two_swizzles_is_refused(columns):
+    from tcsim.kernels.params import box_swizzle
+
+    with pytest.raises(ValueError, match=r"64 or 32 columns wide"):
+        box_swizzle(columns)
+    assert box_swizzle(64).name != box_swizzle(32).name  # 128-byte and 64-byte rows
