@@ -345,7 +345,7 @@ def fit(rounds: int = 2, gpu: str = "H100-SXM") -> dict[str, float]:
     return values
 
 
-def _same(want: bool, fitted_case: bool, _on_fit: bool) -> bool:
+def _same(want: bool, fitted_case: bool, _fit_set: str) -> bool:
     return fitted_case == want
 
 

@@ -36,7 +36,6 @@ from .blocks import epilogue_words
 from .machine import OFF
 from .params import GemmParams
 
-CHUNK_COLUMNS = 64  # one 128-byte line of f16 (32 columns, 64 bytes: GemmParams.column_box)
 ROWS = 16  # a consumer warp's rows of the tile
 
 

@@ -36,7 +36,6 @@ import numpy as np
 from ..memory.tma import TensorMap
 from .params import GemmParams, box_swizzle
 from .staged_epilogue import (
-    CHUNK_COLUMNS,
     ROWS,
     d_in_place,
     matrix_addresses,
@@ -46,8 +45,7 @@ from .staged_epilogue import (
 C_EARLY = 1  # K tiles before the tile's end at which its C is asked for (hopper.cuh: C_EARLY)
 
 
-def tensor_maps(M: int, N: int, columns: int = CHUNK_COLUMNS) -> tuple[tuple[str, TensorMap],
-                                                                        ...]:
+def tensor_maps(M: int, N: int, columns: int) -> tuple[tuple[str, TensorMap], ...]:
     """C's and D's maps: boxes of a warp's 16 rows x ``columns`` (64: 128-byte swizzled; 32:
     64-byte swizzled, `GemmParams.column_box`)."""
     box = TensorMap(M, N, 2, ROWS, columns, box_swizzle(columns))

@@ -502,10 +502,11 @@ def lookup_share(p, M: int, N: int, K: int, g: Gpu) -> float:
     the logged runs' times."""
     share = min(1.0, g[LOOKUPS] * lockstep_lookups(p, M, N, int(g["sms"]), int(g["gpcs"])))
     if DRIFT in g.constants:
+        from ..kernels.params import tile_count
         from ..kernels.scheduler import blocks_launched
 
-        tiles = -(-M // p.block_m) * -(-N // p.block_n)
-        k_tiles = tiles / blocks_launched(p, M, N) * -(-K // p.block_k)
+        tiles = tile_count(M, p.block_m) * tile_count(N, p.block_n)
+        k_tiles = tiles / blocks_launched(p, M, N) * tile_count(K, p.block_k)
         drift = min(max(g[DRIFT] * math.log(k_tiles / g[DRIFT_FROM]), 0.0), 1.0)
         share += (1.0 - share) * drift
     return share

@@ -17,7 +17,7 @@ import pytest
 
 import tcsim
 from tcsim.kernels import kernel_named
-from tcsim.kernels.staged_epilogue import CHUNK_COLUMNS, ROWS, _lines
+from tcsim.kernels.staged_epilogue import ROWS, _lines
 from tcsim.memory.access import access
 from tcsim.memory.tma import TensorMap
 
@@ -102,8 +102,8 @@ def _old_twin_d_reads(M: int, N: int) -> tuple[int, int]:
     for tile_row in range(-(-M // p.block_m)):
         for tile_col in range(-(-N // p.block_n)):
             rows = tile_row * p.block_m + ROWS * warps[:, None, None] + row
-            for chunk in range(p.block_n // CHUNK_COLUMNS):
-                cols = tile_col * p.block_n + chunk * CHUNK_COLUMNS + col
+            for chunk in range(p.block_n // p.column_box):
+                cols = tile_col * p.block_n + chunk * p.column_box + col
                 inside = (rows < M) & (cols < N)
                 for addresses, on in zip(line.reshape(-1, 32), inside.reshape(-1, 32)):
                     new += _wavefronts(addresses, on)
