@@ -47,11 +47,18 @@ the duration given below. Measurements:
   m64n256k16 f16 load in launches of ~2 ms (one large GEMM) and ~50 ms, as for
   sm_clock_ghz_tensor. `--only wgmma_throughput` runs these alone (8 s on the H100);
   `--describe LOG --entries NAME ...` writes only the gpus.json entries named.
+- wgmma_m64n<N>k16_f16_f32_box<W>_wg<G>_per_sm_per_cycle (N 96, 128, 192): the same loop with
+  B in boxes of W = 64 columns (128-byte swizzle) or 32 (64-byte swizzle, the twins' tiles 96
+  wide), 1 to 3 warpgroups a block: whether B's layout or the consumers' count changes the rate
+  (evidence, not gpus.json).
 - l2_tma_read_bytes_per_s (and per cycle, per SM per cycle): benchmarks/cuda/tma_bench.cu, SMs x 1
   block whose one thread keeps 6 stages x 4 boxes of 64 x 64 f16 (128-byte swizzle) in flight
   from an L2-resident 16 MiB matrix, ~5 ms; tma_latency_cycles: one block, one box at a time.
   l2_tma_read_bytes_per_s_share<n>: the same with groups of n SMs asking for the same boxes at
   about the same time, as a GEMM's wave does (measured: 12.0-12.2 TB/s against 8.1 alone).
+  l2_tma_read_rows<B>_bytes_per_s_share<n> (B 128 or 64 bytes a box row, n 1 or 8): boxes of 64 x
+  64 and 64 x 32 f16 with the same bytes in flight, whether L2 serves SMs asking together for rows
+  shorter than a line faster (evidence, not gpus.json).
 - l2_tma_gemm_grouped_bytes_per_s and l2_tma_gemm_rows_bytes_per_s: TMA feeding a GEMM's tiles.
   kernel8's twin at 8192^3 with its wgmma taken out (benchmarks/cuda/explore.cuh's
   EXPLORE_NO_MMA and EXPLORE_NO_EPILOGUE): one persistent block per SM whose producer thread
@@ -614,15 +621,55 @@ def wgmma_throughput(ctx: Context) -> Constants:
     return out
 
 
+
+WGMMA_LAYOUT_N = (96, 128, 192)
+WGMMA_B_BOXES = (64, 32)  # B's box columns: the 128-byte swizzle, the 64-byte one
+
+
+def wgmma_b_layouts(ctx: Context) -> Constants:
+    """wgmma m64nNk16 (f16 in, f32 accumulators) per SM per cycle with B in boxes of 64 or 32
+    columns and 1, 2 or 3 warpgroups a block (wgmma_peak.cu's PEAK_B_BOX; 128 threads a
+    warpgroup), ~20 ms each."""
+    import cupy
+
+    blocks = ctx.sms
+    rec = records(blocks)
+    out: Constants = {}
+    for n in WGMMA_LAYOUT_N:
+        for box in WGMMA_B_BOXES:
+            fn = bench_cuda.function("wgmma_peak.cu", "wgmma_peak_f32",
+                                     {"PEAK_N": n, "PEAK_B_BOX": box, "PEAK_THREADS": 384},
+                                     WGMMA_SHARED, "sm_90a")
+            sink = cupy.zeros(1, cupy.uint32)
+            for groups in (1, 2, 3):
+                def make(iters: int, fn=fn, sink=sink, groups=groups) -> Callable[[], None]:
+                    def launch() -> None:
+                        fn((blocks,), (128 * groups,), (sink, np.int32(iters), np.int32(1), rec),
+                           shared_mem=WGMMA_SHARED)
+                    return launch
+
+                iters = calibrate(make, 64, 0.02)
+                seconds = median_seconds(make(iters), ctx.runs, ctx.warmup)
+                stats = per_sm(rec, groups * iters * 4)
+                out[f"wgmma_m64n{n}k16_f16_f32_box{box}_wg{groups}_per_sm_per_cycle"] = entry(
+                    stats.rate, "wgmma/SM/cycle",
+                    f"median over SMs of warpgroup wgmma / clock64 span; wgmma_peak_f32 (PEAK_N "
+                    f"{n}, PEAK_B_BOX {box}): {blocks} blocks x {groups} warpgroups x {iters} "
+                    f"iterations x 4 wgmma, random f16 ({seconds * 1e3:.1f} ms)"
+                    + coverage(ctx, stats))
+    return out
+
 TMA_MATRIX = (4096, 2048)  # f16 rows x columns: 16 MiB, L2-resident after warm-up
 TMA_BOX_BYTES = 64 * 128
 TMA_RING = (6, 4)  # stages x boxes of 8 KiB: 192 KiB in flight per SM
 
 
-def tma_reader(rows: int = TMA_MATRIX[0], cols: int = TMA_MATRIX[1], height: int = 64):
-    """tma_bench.cu over a rows x cols f16 matrix in boxes of ``height`` x 64: make(blocks,
-    stages, boxes, share, rec) gives make(iterations) for `calibrate`, each launch with the
-    shared memory its ring needs (at most TMA_RING's 192 KiB)."""
+def tma_reader(rows: int = TMA_MATRIX[0], cols: int = TMA_MATRIX[1], height: int = 64,
+               width: int = 64):
+    """tma_bench.cu over a rows x cols f16 matrix in boxes of ``height`` x ``width`` (64
+    columns under the 128-byte swizzle, 32 under the 64-byte one): make(blocks, stages, boxes,
+    share, rec) gives make(iterations) for `calibrate`, each launch with the shared memory its
+    ring needs (at most TMA_RING's 192 KiB)."""
     import cupy
 
     from tcsim.hw.launch import Launch, launcher
@@ -630,15 +677,16 @@ def tma_reader(rows: int = TMA_MATRIX[0], cols: int = TMA_MATRIX[1], height: int
     from tcsim.memory.tma import TensorMap
 
     matrix = cupy.zeros(rows * cols, cupy.uint16)
-    encoded = tma.encode(TensorMap(rows, cols, 2, height, 64, "128B"), matrix.data.ptr)
+    encoded = tma.encode(TensorMap(rows, cols, 2, height, width, {64: "128B", 32: "64B"}[width]),
+                         matrix.data.ptr)
 
     def make(blocks: int, s: int, b: int, share: int, rec) -> Callable[[int], Callable[[], None]]:
-        shared = s * b * height * 128 + 1024
+        shared = s * b * height * width * 2 + 1024
 
         def at(iters: int, matrix=matrix) -> Callable[[], None]:  # the map's memory lives on
             return launcher(Launch(bench_cuda.source("tma_bench.cu"), "tma_read", (blocks,),
                                    (32,), [encoded, iters, s, b, height, rows // height,
-                                           cols // 64, share, rec],
+                                           cols // width, share, width, rec],
                                    shared_bytes=shared, arch="sm_90a",
                                    include=(str(bench_cuda.CUDA),)))
         return at
@@ -695,6 +743,30 @@ def tma_sharing(ctx: Context) -> Constants:
     return out
 
 
+
+def tma_short_rows(ctx: Context) -> Constants:
+    """TMA's read rate from L2 for box rows of 128 bytes (64 x 64 f16, 128-byte swizzle) and of
+    64 (64 x 32 f16, 64-byte swizzle, as the Hopper twins' B in tiles 96 wide), each SM alone
+    and in groups of 8 asking for the same boxes, with the same 192 KiB in flight per SM."""
+    out: Constants = {}
+    stages, boxes = TMA_RING
+    for width in (64, 32):
+        make = tma_reader(width=width)
+        ring = boxes * 64 // width  # the same bytes in flight
+        for share in (1, 8):
+            rec = records(ctx.sms)
+            at = make(ctx.sms, stages, ring, share, rec)
+            iters = calibrate(at, 64, 0.005)
+            seconds = median_seconds(at(iters), ctx.runs, ctx.warmup)
+            total = ctx.sms * iters * ring * 64 * width * 2
+            out[f"l2_tma_read_rows{2 * width}_bytes_per_s_share{share}"] = entry(
+                total / seconds, "bytes/s",
+                f"tma_read: {ctx.sms} blocks in groups of {share} reading the same boxes, one "
+                f"thread each keeping {stages} x {ring} boxes of 64 x {width} f16 in flight, "
+                f"{iters} stages a block, of a 16 MiB matrix ({seconds * 1e3:.2f} ms); "
+                "requested bytes / median event time")
+    return out
+
 TMA_GEMM = 8192  # M = N = K of the GEMM whose tiles tma_gemm_feed copies
 TMA_GEMM_ORDERS = {"grouped": 16, "rows": 0}  # GROUP_M of each tile order
 
@@ -746,7 +818,7 @@ def tma_gemm_feed(ctx: Context) -> Constants:
 MEASUREMENTS: tuple[Callable[[Context], Constants], ...] = (
     sm_clock, tensor_throughput, mma_latency, shared_throughput, shared_latency,
     global_latency, l2_bandwidth, dram_bandwidth, l1_bandwidth, wgmma_throughput, tma_read,
-    tma_sharing, tma_gemm_feed,
+    tma_sharing, tma_gemm_feed, wgmma_b_layouts, tma_short_rows,
 )
 
 

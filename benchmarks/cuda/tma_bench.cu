@@ -1,7 +1,8 @@
 // TMA's read rate and latency from L2 into shared memory (sm_90a), for
 // benchmarks/bench_gpu_constants.py. One thread per block copies boxes of `box_height` rows x
-// 64 f16 columns (128 bytes a row, 128-byte swizzle: 64 rows are the Hopper twins' B boxes, 128
-// their A boxes) of an L2-resident matrix into a ring of `stages` stages of `boxes` boxes, each
+// `box_width` f16 columns (64: 128 bytes a row, the 128-byte swizzle: 64 rows are the Hopper
+// twins' B boxes, 128 their A boxes; 32: 64 bytes a row, the 64-byte swizzle of the twins' B
+// boxes in tiles 96 wide; the map says which) of an L2-resident matrix into a ring of `stages` stages of `boxes` boxes, each
 // stage completing on its own mbarrier, and refills a stage as soon as its previous copy has
 // landed: `stages` x `boxes` boxes in flight per block (at most 192 KiB). The matrix has
 // `box_rows` x `box_cols` boxes. Blocks come in groups of `share` consecutive blocks; those of
@@ -24,10 +25,11 @@ extern "C" __global__ void __launch_bounds__(32) tma_read(const __grid_constant_
                                                           int iterations, int stages, int boxes,
                                                           int box_height, int box_rows,
                                                           int box_cols, int share,
+                                                          int box_width,
                                                           unsigned long long* rec) {
 #ifdef TCSIM_HOPPER
   const uint32_t ring = shared_address(hopper_shared);
-  const int box_bytes = box_height * 128;
+  const int box_bytes = box_height * box_width * 2;
   const uint32_t bars = ring + stages * boxes * box_bytes;  // 8 bytes each
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; s++) mbarrier_init(bars + 8 * s, 1);
@@ -41,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(32) tma_read(const __grid_constant_
     // The box's coordinates are stepped, not divided out of `box`: with two divisions per box
     // the one thread held the copies to 29 bytes per SM per cycle on all SMs (23 on one SM
     // with a third division); stepped, 41 on one SM (docs/performance.md).
-    int col = box % box_cols * 64, row = box / box_cols * box_height;
+    int col = box % box_cols * box_width, row = box / box_cols * box_height;
     for (int i = 0; i < iterations + stages; i++) {
       const int s = i % stages;
       const uint32_t bar = bars + 8 * s;
@@ -50,8 +52,8 @@ extern "C" __global__ void __launch_bounds__(32) tma_read(const __grid_constant_
       mbarrier_arrive_expect_tx(bar, boxes * box_bytes);
       for (int b = 0; b < boxes; b++) {
         tma_load_2d(ring + (s * boxes + b) * box_bytes, &map, col, row, bar);
-        col += 64;
-        if (col == box_cols * 64) {
+        col += box_width;
+        if (col == box_cols * box_width) {
           col = 0;
           row = row + box_height == box_rows * box_height ? 0 : row + box_height;
         }

@@ -11,6 +11,9 @@
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #include "bench_clock.cuh"
+#ifndef PEAK_THREADS
+#define PEAK_THREADS 256  // the block's most threads: 128 a warpgroup
+#endif
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
 #include "wgmma_issue.cuh"
 
@@ -20,10 +23,23 @@ extern __shared__ __align__(1024) unsigned char peak_shared[];
 // of 64 columns, 8 KiB apart), both 128-byte swizzled; K step kk moves 32 bytes along A's rows and
 // 16 rows down B. For the widths that are not multiples of 64 the rate alone counts: the last box
 // is read half (the data are random either way).
-__device__ __forceinline__ uint64_t peak_descriptor(uint32_t address, uint32_t leading) {
+__device__ __forceinline__ uint64_t peak_descriptor(uint32_t address, uint32_t leading,
+                                                    uint32_t stride, uint64_t swizzle) {
   return (uint64_t)((address & 0x3FFFF) >> 4) | (uint64_t)((leading & 0x3FFFF) >> 4) << 16 |
-         (uint64_t)(1024 >> 4) << 32 | 1ull << 62;
+         (uint64_t)((stride & 0x3FFFF) >> 4) << 32 | swizzle << 62;
 }
+
+// B's boxes: 64 columns (rows of 128 bytes, the 128-byte swizzle) or, with PEAK_B_BOX 32, the
+// layout of the Hopper twins' tiles 96 wide (rows of 64 bytes, the 64-byte swizzle, hopper.cuh's
+// COL_BOX).
+#ifndef PEAK_B_BOX
+#define PEAK_B_BOX 64
+#endif
+#if PEAK_B_BOX != 64 && PEAK_B_BOX != 32
+#error "wgmma_peak.cu: PEAK_B_BOX must be 64 or 32"
+#endif
+#define PEAK_B_ROW_BYTES (PEAK_B_BOX * 2)
+#define PEAK_B_SWIZZLE (PEAK_B_BOX == 64 ? 1ull : 2ull)  // the descriptor's mode: 128B or 64B
 
 #ifndef PEAK_N
 #define PEAK_N 256
@@ -60,8 +76,10 @@ __device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations, int 
     asm volatile("wgmma.fence.sync.aligned;" : : : "memory");
 #pragma unroll
     for (int kk = 0; kk < 4; kk++) {
-      const uint64_t a = peak_descriptor(base + kk * 32, 16);
-      const uint64_t b = peak_descriptor(base + 8192 + kk * 2048, 8192);
+      const uint64_t a = peak_descriptor(base + kk * 32, 16, 1024, 1);
+      const uint64_t b = peak_descriptor(base + 8192 + kk * 16 * PEAK_B_ROW_BYTES,
+                                         64 * PEAK_B_ROW_BYTES, 8 * PEAK_B_ROW_BYTES,
+                                         PEAK_B_SWIZZLE);
       if constexpr (KIND == 0) PEAK_WGMMA(PEAK_N, f32)(acc, a, b, 1);
       else if constexpr (KIND == 1) PEAK_WGMMA(PEAK_N, f16)(acc, a, b, 1);
       else PEAK_WGMMA(PEAK_N, bf16)(acc, a, b, 1);
@@ -78,7 +96,7 @@ __device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations, int 
 // Three kernels, each reducing its accumulators in their own type: reading the f32 accumulators
 // as bits (__float_as_uint) in a shared template made ptxas inject warpgroup.arrive (C7519)
 // and a wait after every wgmma (seen in the SASS with nvcc 13), which serializes them.
-extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f32(uint32_t* out, int iterations,
+extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1) wgmma_peak_f32(uint32_t* out, int iterations,
                                                                      int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
   float acc[PEAK_N / 2] = {};
@@ -91,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f32(uint32_t* ou
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f16(uint32_t* out, int iterations,
+extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1) wgmma_peak_f16(uint32_t* out, int iterations,
                                                                      int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
   uint32_t acc[PEAK_N / 4] = {};
@@ -104,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_f16(uint32_t* ou
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak_bf16(uint32_t* out, int iterations,
+extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1) wgmma_peak_bf16(uint32_t* out, int iterations,
                                                                       int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
   float acc[PEAK_N / 2] = {};

@@ -519,7 +519,13 @@ def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int) -> float:
     tile order of ``p``, a kernel's `GemmParams`, clusters included; one tile a SM) on GPCs in
     block order (block b of a wave on GPC b x gpcs // sms; an assumption: the hardware's block
     placement is not documented, and no other simple placement fits Nsight Compute's counts
-    better), an A box per (tile row, GPC) and a B box per (tile column, GPC)."""
+    better), an A box per (tile row, GPC) and a B box per (tile column, GPC). B's boxes of rows
+    shorter than a line (32 columns under the 64-byte swizzle, tiles 96 wide) are looked up for
+    every block that asks for them: L2 serves such rows to SMs asking together hardly faster
+    than to SMs apart (measured, docs/evidence/gpu_constants_h100_2026-11-26_rows.json: 132 SMs in groups
+    of 8 read boxes of 64 rows x 64 bytes at 8.6 TB/s against 7.9 apart, boxes of 64 x 128 bytes
+    at 12.5 against 8.3; Nsight Compute counts 0.59-0.77 of 96-wide tiles' TMA sectors looked
+    up)."""
     from ..kernels.scheduler import tile_order
 
     rows, cols = tile_order(p, M, N)
@@ -527,9 +533,11 @@ def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int) -> float:
     wave = min(sms, tiles)
     gpc = np.arange(tiles) % wave * gpcs // sms
     first = np.arange(tiles) // wave  # each wave's lookups apart
-    looked = 0
-    for index, lines in ((rows, p.block_m), (cols, p.block_n)):
-        looked += np.unique(np.stack([first, index, gpc]), axis=1).shape[1] * lines
+    looked = np.unique(np.stack([first, rows, gpc]), axis=1).shape[1] * p.block_m
+    if p.box_row_bytes < LINE:
+        looked += tiles * p.block_n
+    else:
+        looked += np.unique(np.stack([first, cols, gpc]), axis=1).shape[1] * p.block_n
     return looked / (tiles * (p.block_m + p.block_n))
 
 

@@ -467,6 +467,27 @@ def test_lockstep_lookups_count_a_box_once_per_gpc():
     assert lockstep_lookups(p, 512, 4096, 132, 8) == pytest.approx(expected)
 
 
+
+def test_lockstep_lookups_count_short_rows_once_per_block():
+    """512x4096 in 128 x 96 tiles (B in 32-column boxes, 64-byte rows: 4 tile rows, 43 columns,
+    172 tiles, 132 SMs): with one GPC the A boxes are looked up once per wave's row (4 + 4) and
+    every block's B box on its own, as L2 serves SMs that ask together for rows shorter than a
+    line hardly faster than SMs apart (the H100's evidence below)."""
+    from tcsim.perf.model import lockstep_lookups
+
+    p = tcsim.kernels.kernel_named("kernel10").params(block_n=96, warp_n=96, group_m=16)
+    assert p.box_row_bytes == 64
+    total = 172 * (128 + 96)
+    assert lockstep_lookups(p, 512, 4096, 132, 1) == pytest.approx(((4 + 4) * 128 + 172 * 96)
+                                                                    / total)
+    constants = json.loads((EVIDENCE / "gpu_constants_h100_2026-11-26_rows.json").read_text())
+    rate = {k: v["value"] for k, v in constants["constants"].items()}
+    long_gain = rate["l2_tma_read_rows128_bytes_per_s_share8"] / \
+        rate["l2_tma_read_rows128_bytes_per_s_share1"]
+    short_gain = rate["l2_tma_read_rows64_bytes_per_s_share8"] / \
+        rate["l2_tma_read_rows64_bytes_per_s_share1"]
+    assert long_gain > 1.4 and short_gain < 1.1
+
 def test_a_narrow_tile_limited_by_l2_names_its_lookups():
     """64 x 128 at 4096^3 (issue 35's final run: 299-304 us, predicted 23-24% fast: the
     lookups' worst case) is limited by L2's lookups, and the reason says what share of TMA's
