@@ -558,9 +558,14 @@ def _tma_requests(kernel, p, M: int, N: int, K: int, g: Gpu) -> float:
     matrix asks for ``tma_requests_per_aligned_row`` when it starts on a 128-byte line and
     ``tma_requests_per_misaligned_row`` when it does not (a pitch that is a multiple of 16
     bytes but not of 128: the row spans two lines, and the L2 serves it in more, smaller
-    requests: measured, 2.68 a row against 0.58, gpus.json). A's boxes are copied once per
-    tile column, B's once per tile row (split-K's splits share a tile's K range), or with
-    clusters once per cluster of ``cluster_m`` tile rows (TMA multicast: L2 serves it once)."""
+    requests: measured, 2.68 a row against 0.58, gpus.json). A box row shorter than a line
+    (64 bytes: B in tiles 96 wide) asks for one request when it lies within one line, as L2
+    does not merge such rows of SMs asking together (`lockstep_lookups`), and a misaligned
+    row's when it crosses into the next (Nsight Compute, docs/evidence/
+    ncu_gap_kernel10_session24.json: the 96-wide tiles' requests within -16% to +31% of this
+    count; 0.63-1.26 a short row). A's boxes are copied once per tile column, B's once per tile
+    row (split-K's splits share a tile's K range), or with clusters once per cluster of
+    ``cluster_m`` tile rows (TMA multicast: L2 serves it once)."""
     maps = dict(kernel.tensor_maps(p, M, N, K))
     loads = {"A": -(-N // p.block_n), "B": -(-M // p.block_m) // p.cluster_m}
     total = 0.0
@@ -569,11 +574,21 @@ def _tma_requests(kernel, p, M: int, N: int, K: int, g: Gpu) -> float:
         if m is None:
             continue
         starts = np.arange(m.rows) * (m.cols * m.element_bytes) % LINE
+        row_bytes = m.box_cols * m.element_bytes
         for column in range(0, m.cols, m.box_cols):
-            aligned = int(np.count_nonzero((starts + column * m.element_bytes) % LINE == 0))
-            total += times * (aligned * g["tma_requests_per_aligned_row"]
-                              + (m.rows - aligned) * g["tma_requests_per_misaligned_row"])
+            offset = (starts + column * m.element_bytes) % LINE
+            if row_bytes < LINE:
+                cheap = int(np.count_nonzero(offset + row_bytes <= LINE))
+                per_row = SHORT_ROW_REQUESTS
+            else:
+                cheap = int(np.count_nonzero(offset == 0))
+                per_row = g["tma_requests_per_aligned_row"]
+            total += times * (cheap * per_row
+                              + (m.rows - cheap) * g["tma_requests_per_misaligned_row"])
     return total
+
+
+SHORT_ROW_REQUESTS = 1.0  # a box row within one line, not merged with other SMs': one request
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int,
