@@ -500,7 +500,9 @@ def lookup_share(p, M: int, N: int, K: int, g: Gpu) -> float:
     (Nsight Compute, docs/evidence/ncu_waves_h100_2026-11-26.json: 64 x 128 at 3072^3, 4096^3
     and 8192^3 looks up 0.57, 0.68 and 0.75 of its sectors, lockstep 0.40). Both fitted on
     the logged runs' times."""
-    share = min(1.0, g[LOOKUPS] * lockstep_lookups(p, M, N, int(g["sms"]), int(g["gpcs"])))
+    merge = g[SHORT_ROW_MERGE] if SHORT_ROW_MERGE in g.constants else 0.0
+    share = min(1.0, g[LOOKUPS] * lockstep_lookups(p, M, N, int(g["sms"]), int(g["gpcs"]),
+                                                   merge))
     if DRIFT in g.constants:
         from ..kernels.params import tile_count
         from ..kernels.scheduler import blocks_launched
@@ -513,7 +515,7 @@ def lookup_share(p, M: int, N: int, K: int, g: Gpu) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int) -> float:
+def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int, merge: float = 0.0) -> float:
     """L2 lookups over TMA's box rows when every busy SM asks for its K tile's boxes at once and
     a GPC's SMs asking for the same box are served by one lookup: the tiles of each wave (the
     tile order of ``p``, a kernel's `GemmParams`, clusters included; one tile a SM) on GPCs in
@@ -524,8 +526,9 @@ def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int) -> float:
     every block that asks for them: L2 serves such rows to SMs asking together hardly faster
     than to SMs apart (measured, docs/evidence/gpu_constants_h100_2026-11-26_rows.json: 132 SMs
     in groups of 8 read boxes of 64 rows x 64 bytes at 8.6 TB/s against 7.9 apart, boxes of 64
-    x 128 bytes at 12.7 against 8.1; Nsight Compute counts 0.60-0.94 of 96-wide tiles' TMA
-    sectors looked up)."""
+    x 128 bytes at 12.7 against 8.1: the short rows keep ``l2_tma_short_row_merge`` of the
+    long rows' gain, and as much of the lockstep count's saving on B; Nsight Compute counts
+    0.60-0.94 of 96-wide tiles' TMA sectors looked up)."""
     from ..kernels.scheduler import tile_order
 
     rows, cols = tile_order(p, M, N)
@@ -534,15 +537,15 @@ def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int) -> float:
     gpc = np.arange(tiles) % wave * gpcs // sms
     first = np.arange(tiles) // wave  # each wave's lookups apart
     looked = np.unique(np.stack([first, rows, gpc]), axis=1).shape[1] * p.block_m
-    if p.box_row_bytes < LINE:
-        looked += tiles * p.block_n
-    else:
-        looked += np.unique(np.stack([first, cols, gpc]), axis=1).shape[1] * p.block_n
-    return looked / (tiles * (p.block_m + p.block_n))
+    together = np.unique(np.stack([first, cols, gpc]), axis=1).shape[1]
+    if p.box_row_bytes < LINE:  # short rows: most of what SMs asking together save is lost
+        together += (1.0 - merge) * (tiles - together)
+    return (looked + together * p.block_n) / (tiles * (p.block_m + p.block_n))
 
 
 GROUPED_64 = "l2_tma_grouped_64_bytes_per_cycle"
 LOOKUPS = "l2_tma_lookup_factor"
+SHORT_ROW_MERGE = "l2_tma_short_row_merge"
 DRIFT = "l2_tma_drift"
 DRIFT_FROM = "l2_tma_drift_from_k_tiles"
 NARROW = 128  # tiles this wide or narrower: TMA's rate from L2's lookups

@@ -480,6 +480,9 @@ def test_lockstep_lookups_count_short_rows_once_per_block():
     total = 172 * (128 + 96)
     assert lockstep_lookups(p, 512, 4096, 132, 1) == pytest.approx(((4 + 4) * 128 + 172 * 96)
                                                                     / total)
+    # keeping a share of the saving: wave 1's 132 tiles ask for 33 columns, wave 2's 40 for 10
+    assert lockstep_lookups(p, 512, 4096, 132, 1, 0.25) == pytest.approx(
+        ((4 + 4) * 128 + (43 + 0.75 * (172 - 43)) * 96) / total)
     constants = json.loads((EVIDENCE / "gpu_constants_h100_2026-11-26_rows.json").read_text())
     rate = {k: v["value"] for k, v in constants["constants"].items()}
     long_gain = rate["l2_tma_read_rows128_bytes_per_s_share8"] / \
@@ -487,6 +490,9 @@ def test_lockstep_lookups_count_short_rows_once_per_block():
     short_gain = rate["l2_tma_read_rows64_bytes_per_s_share8"] / \
         rate["l2_tma_read_rows64_bytes_per_s_share1"]
     assert long_gain > 1.4 and short_gain < 1.1
+    # gpus.json's share of the gain short rows keep is this evidence's
+    merge = gpu("H100-SXM")["l2_tma_short_row_merge"]
+    assert merge == pytest.approx((short_gain - 1) / (long_gain - 1), abs=0.001)
 
 
 def test_a_short_box_row_asks_for_one_request_unless_it_crosses_a_line():
