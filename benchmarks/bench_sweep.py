@@ -104,7 +104,11 @@ DRIFT_FIT = {path: None for path in EVIDENCE}
 HELD_OUT = ("docs/evidence/bench_sweep_kernel10_tile96.json",
             "docs/evidence/bench_sweep_kernel10_session23_squares.json",
             "docs/evidence/bench_sweep_kernel10_session23_skinny.json",
-            "docs/evidence/bench_sweep_kernel10_session23_bf16.json")
+            "docs/evidence/bench_sweep_kernel10_session23_bf16.json",
+            # after the 64-byte box rows' lookups and requests (session 24), held out
+            "docs/evidence/bench_sweep_kernel10_session24_squares.json",
+            "docs/evidence/bench_sweep_kernel10_session24_skinny.json",
+            "docs/evidence/bench_sweep_kernel10_session24_bf16.json")
 EVIDENCE += HELD_OUT
 DRIFT = ("l2_tma_drift", "l2_tma_drift_from_k_tiles")
 SUPERSEDED = {"docs/evidence/bench_sweep_splitk_first_reduction.json":

@@ -69,12 +69,15 @@ line together, so the share is counted per (box, GPC) for a wave in lockstep and
 factor for SMs out of step (measured with Nsight Compute: 0.33-0.90 of the sectors looked up,
 1.1-2.1 times the lockstep count, and the lookups never faster than L2's read bandwidth; the
 factor is fitted), and of the lookups that saves, a share growing with the log of the K tiles
-each block works through is lost as the SMs drift out of step. An SM's copies take its share of
+each block works through is lost as the SMs drift out of step; B's boxes of 64-byte rows (tiles
+96 wide) keep only a measured share of the saving (`l2_tma_short_row_merge`: L2 merges such
+rows for SMs asking together hardly at all). An SM's copies take its share of
 that rate among the busy SMs, up to what one SM alone reaches. L2 also serves TMA's read
 requests at a rate of its own, and a box row that does not start on a 128-byte line (a row pitch
 that is a multiple of 16 bytes but not of 128: 3000 f16 elements) costs 4.6 times the requests
 of one that does (measured with Nsight Compute: kernel10 at 3000^3 asks for 13.7M against 3.4M
-at 3072^3 and runs at that rate), so such rows bound the copies by their requests: chip-wide,
+at 3072^3 and runs at that rate), while a 64-byte row within one line asks for one, so such
+rows bound the copies by their requests: chip-wide,
 and as the busy SMs' shares in a block's chain (`_tma_requests`). DRAM bytes come from an L2
 reuse model: the tiles of one wave (in the kernel's tile order) read each A row-panel and B
 column-panel they share once; the next wave reads them again unless A and B fit in L2. Local
