@@ -621,7 +621,6 @@ def wgmma_throughput(ctx: Context) -> Constants:
     return out
 
 
-
 WGMMA_LAYOUT_N = (96, 128, 192)
 WGMMA_B_BOXES = (64, 32)  # B's box columns: the 128-byte swizzle, the 64-byte one
 
@@ -658,6 +657,7 @@ def wgmma_b_layouts(ctx: Context) -> Constants:
                     f"iterations x 4 wgmma, random f16 ({seconds * 1e3:.1f} ms)"
                     + coverage(ctx, stats))
     return out
+
 
 TMA_MATRIX = (4096, 2048)  # f16 rows x columns: 16 MiB, L2-resident after warm-up
 TMA_BOX_BYTES = 64 * 128
@@ -743,7 +743,6 @@ def tma_sharing(ctx: Context) -> Constants:
     return out
 
 
-
 def tma_short_rows(ctx: Context) -> Constants:
     """TMA's read rate from L2 for box rows of 128 bytes (64 x 64 f16, 128-byte swizzle) and of
     64 (64 x 32 f16, 64-byte swizzle, as the Hopper twins' B in tiles 96 wide), each SM alone
@@ -766,6 +765,7 @@ def tma_short_rows(ctx: Context) -> Constants:
                 f"{iters} stages a block, of a 16 MiB matrix ({seconds * 1e3:.2f} ms); "
                 "requested bytes / median event time")
     return out
+
 
 TMA_GEMM = 8192  # M = N = K of the GEMM whose tiles tma_gemm_feed copies
 TMA_GEMM_ORDERS = {"grouped": 16, "rows": 0}  # GROUP_M of each tile order

@@ -2,12 +2,13 @@
 // benchmarks/bench_gpu_constants.py. One thread per block copies boxes of `box_height` rows x
 // `box_width` f16 columns (64: 128 bytes a row, the 128-byte swizzle: 64 rows are the Hopper
 // twins' B boxes, 128 their A boxes; 32: 64 bytes a row, the 64-byte swizzle of the twins' B
-// boxes in tiles 96 wide; the map says which) of an L2-resident matrix into a ring of `stages` stages of `boxes` boxes, each
-// stage completing on its own mbarrier, and refills a stage as soon as its previous copy has
-// landed: `stages` x `boxes` boxes in flight per block (at most 192 KiB). The matrix has
-// `box_rows` x `box_cols` boxes. Blocks come in groups of `share` consecutive blocks; those of
-// group g start at box 15 g and walk the boxes in order, wrapping around, so with share > 1
-// several SMs ask for the same boxes at about the same time, as the blocks of a GEMM's wave do.
+// boxes in tiles 96 wide; the map says which) of an L2-resident matrix into a ring of `stages`
+// stages of `boxes` boxes, each stage completing on its own mbarrier, and refills a stage as soon
+// as its previous copy has landed: `stages` x `boxes` boxes in flight per block (at most 192 KiB).
+// The matrix has `box_rows` x `box_cols` boxes. Blocks come in groups of `share` consecutive
+// blocks; those of group g start at box 15 g and walk the boxes in order, wrapping around, so with
+// share > 1 several SMs ask for the same boxes at about the same time, as the blocks of a GEMM's
+// wave do.
 // With stages = boxes = 1 on one block, the span over the copies is TMA's latency.
 // Launch 32 threads a block with stages x boxes x box bytes + 1 KiB of dynamic shared.
 #define BM 128  // hopper.cuh's tile constants (unused here: the twins' defaults)

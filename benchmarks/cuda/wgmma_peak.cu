@@ -5,9 +5,9 @@
 // shared memory that never changes: zeros, or with `random` set f16 values of magnitude in
 // [1/16, 1/8) with random signs and mantissas (a hash of the index), which toggle the tensor
 // cores' inputs as a GEMM's data does and so draw a GEMM's power. Launch 132 blocks of 256
-// threads with 40 KiB of dynamic shared memory (benchmarks/bench_gpu.py; with a record array,
-// benchmarks/bench_gpu_constants.py). The result is stored only when it equals an impossible
-// value, so the compiler must keep every wgmma.
+// threads (128 a warpgroup, up to PEAK_THREADS) with 40 KiB of dynamic shared memory
+// (benchmarks/bench_gpu.py; with a record array, benchmarks/bench_gpu_constants.py). The result
+// is stored only when it equals an impossible value, so the compiler must keep every wgmma.
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #include "bench_clock.cuh"
@@ -96,8 +96,8 @@ __device__ __forceinline__ void peak_loop(Acc (&acc)[REGS], int iterations, int 
 // Three kernels, each reducing its accumulators in their own type: reading the f32 accumulators
 // as bits (__float_as_uint) in a shared template made ptxas inject warpgroup.arrive (C7519)
 // and a wait after every wgmma (seen in the SASS with nvcc 13), which serializes them.
-extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1) wgmma_peak_f32(uint32_t* out, int iterations,
-                                                                     int random, uint64_t* rec) {
+extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1)
+    wgmma_peak_f32(uint32_t* out, int iterations, int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
   float acc[PEAK_N / 2] = {};
   peak_loop<0>(acc, iterations, random, rec);
@@ -109,8 +109,8 @@ extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1) wgmma_peak_f32(uin
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1) wgmma_peak_f16(uint32_t* out, int iterations,
-                                                                     int random, uint64_t* rec) {
+extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1)
+    wgmma_peak_f16(uint32_t* out, int iterations, int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
   uint32_t acc[PEAK_N / 4] = {};
   peak_loop<1>(acc, iterations, random, rec);
@@ -122,8 +122,8 @@ extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1) wgmma_peak_f16(uin
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1) wgmma_peak_bf16(uint32_t* out, int iterations,
-                                                                      int random, uint64_t* rec) {
+extern "C" __global__ void __launch_bounds__(PEAK_THREADS, 1)
+    wgmma_peak_bf16(uint32_t* out, int iterations, int random, uint64_t* rec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(TCSIM_SM90A)
   float acc[PEAK_N / 2] = {};
   peak_loop<2>(acc, iterations, random, rec);

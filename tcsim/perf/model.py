@@ -526,12 +526,12 @@ def lockstep_lookups(p, M: int, N: int, sms: int, gpcs: int, merge: float = 0.0)
     placement is not documented, and no other simple placement fits Nsight Compute's counts
     better), an A box per (tile row, GPC) and a B box per (tile column, GPC). B's boxes of rows
     shorter than a line (32 columns under the 64-byte swizzle, tiles 96 wide) are looked up for
-    every block that asks for them: L2 serves such rows to SMs asking together hardly faster
-    than to SMs apart (measured, docs/evidence/gpu_constants_h100_2026-11-26_rows.json: 132 SMs
-    in groups of 8 read boxes of 64 rows x 64 bytes at 8.6 TB/s against 7.9 apart, boxes of 64
-    x 128 bytes at 12.7 against 8.1: the short rows keep ``l2_tma_short_row_merge`` of the
-    long rows' gain, and as much of the lockstep count's saving on B; Nsight Compute counts
-    0.60-0.94 of 96-wide tiles' TMA sectors looked up)."""
+    nearly every block that asks for them: L2 serves such rows to SMs asking together hardly
+    faster than to SMs apart (measured, docs/evidence/gpu_constants_h100_2026-11-26_rows.json:
+    132 SMs in groups of 8 read boxes of 64 rows x 64 bytes at 8.6 TB/s against 7.9 apart,
+    boxes of 64 x 128 bytes at 12.7 against 8.1: the short rows keep
+    ``l2_tma_short_row_merge`` of the long rows' gain, and as much of the lockstep count's
+    saving on B; Nsight Compute counts 0.60-0.94 of 96-wide tiles' TMA sectors looked up)."""
     from ..kernels.scheduler import tile_order
 
     rows, cols = tile_order(p, M, N)
