@@ -163,6 +163,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     its name."""
     from ..kernels import kernel_named
     from ..kernels.allocation import check_tiles
+    from ..kernels.params import tile_count
     from ..kernels.scheduler import blocks_launched
 
     _check_trace(trace)
@@ -180,7 +181,7 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     wgmma = any(s.space == "wgmma" for s in sites)
     occ = occupancy(g, p.warps, *_registers(kernel, p, g, registers), shared)
     B, sms = occ.blocks_per_sm, int(g["sms"])
-    tiles = -(-M // p.block_m) * -(-N // p.block_n)  # ragged Hopper shapes: a partial last tile
+    tiles = tile_count(M, p.block_m) * tile_count(N, p.block_n)  # ragged: a partial last tile
     splits = p.splits  # split-K: a block per (tile, split), each over its split's K tiles
     blocks = tiles * splits
     concurrent = min(B * sms, blocks_launched(p, M, N))
@@ -572,8 +573,10 @@ def _tma_requests(kernel, p, M: int, N: int, K: int, g: Gpu) -> float:
     count; 0.63-1.26 a short row). A's boxes are copied once per tile column, B's once per tile
     row (split-K's splits share a tile's K range), or with clusters once per cluster of
     ``cluster_m`` tile rows (TMA multicast: L2 serves it once)."""
+    from ..kernels.params import tile_count
+
     maps = dict(kernel.tensor_maps(p, M, N, K))
-    loads = {"A": -(-N // p.block_n), "B": -(-M // p.block_m) // p.cluster_m}
+    loads = {"A": tile_count(N, p.block_n), "B": tile_count(M, p.block_m) // p.cluster_m}
     total = 0.0
     for name, times in loads.items():
         m = maps.get(name)
@@ -604,6 +607,7 @@ def _dram_bytes(p, M: int, N: int, K: int, concurrent: int,
     at a time; a wave reads each A row-panel and B column-panel it touches once; A and B that
     fit in L2 together are read once for the whole kernel (by the first wave that touches
     them)."""
+    from ..kernels.params import tile_count
     from ..kernels.scheduler import tile_order
 
     a_bytes, b_bytes = p.element_bytes("A"), p.element_bytes("B")
@@ -614,8 +618,8 @@ def _dram_bytes(p, M: int, N: int, K: int, concurrent: int,
 
     def panels(first: int, last: int) -> float:  # distinct panels of each wave, tiles [first, last)
         wave = np.arange(first, last) // concurrent
-        rows = np.unique(wave * -(-M // p.block_m) + rows_of[first:last]).size
-        cols = np.unique(wave * -(-N // p.block_n) + cols_of[first:last]).size
+        rows = np.unique(wave * tile_count(M, p.block_m) + rows_of[first:last]).size
+        cols = np.unique(wave * tile_count(N, p.block_n) + cols_of[first:last]).size
         return rows * row_bytes + cols * col_bytes
 
     if (M * K * a_bytes + K * N * b_bytes) <= g["l2_bytes"] / 2:

@@ -536,11 +536,11 @@ def test_a_short_box_row_asks_for_one_request_unless_it_crosses_a_line():
     aligned, misaligned = g["tma_requests_per_aligned_row"], g["tma_requests_per_misaligned_row"]
     expected = 2 * (16 * aligned + 112 * misaligned) + (20 * 1.0 + 12 * misaligned)
     assert _tma_requests(kernel, p, 128, 104, 8, g) == pytest.approx(expected)
-    wide = kernel.params(block_n=128, warp_n=128)  # 128-byte rows: on a line or not
-    starts = [208 * r % 128 for r in range(8)]
-    b_rows = sum(aligned if (s + c) % 128 == 0 else misaligned for s in starts for c in (0, 128))
+    # 128-byte rows (128 x 128 tiles, boxes at 0 and 128 bytes): only row 0 starts a line in
+    # either box, 2 rows aligned and 14 not; A is copied for 1 tile column
+    wide = kernel.params(block_n=128, warp_n=128)
     assert _tma_requests(kernel, wide, 128, 104, 8, g) == \
-        pytest.approx(1 * (16 * aligned + 112 * misaligned) + b_rows)
+        pytest.approx(1 * (16 * aligned + 112 * misaligned) + 2 * aligned + 14 * misaligned)
 
 def test_a_narrow_tile_limited_by_l2_names_its_lookups():
     """64 x 128 at 4096^3 (issue 35's final run: 299-304 us, predicted 23-24% fast: the
