@@ -59,6 +59,10 @@ the duration given below. Measurements:
   l2_tma_read_rows<B>_bytes_per_s_share<n> (B 128 or 64 bytes a box row, n 1 or 8): boxes of 64 x
   64 and 64 x 32 f16 with the same bytes in flight, whether L2 serves SMs asking together for rows
   shorter than a line faster (evidence, not gpus.json).
+  tma_box<H>x<W>_inside<R>_sms<n>_cycles_per_box: one SM's cycles per H x W box with n SMs
+  busy, each walking the one box row of an H x 2048 matrix whose tensor map holds only its first
+  R rows: the boxes of a GEMM's last row tile, whose rows past M TMA fills with zeros
+  (evidence, not gpus.json).
 - l2_tma_gemm_grouped_bytes_per_s and l2_tma_gemm_rows_bytes_per_s: TMA feeding a GEMM's tiles.
   kernel8's twin at 8192^3 with its wgmma taken out (benchmarks/cuda/explore.cuh's
   EXPLORE_NO_MMA and EXPLORE_NO_EPILOGUE): one persistent block per SM whose producer thread
@@ -665,11 +669,13 @@ TMA_RING = (6, 4)  # stages x boxes of 8 KiB: 192 KiB in flight per SM
 
 
 def tma_reader(rows: int = TMA_MATRIX[0], cols: int = TMA_MATRIX[1], height: int = 64,
-               width: int = 64):
+               width: int = 64, valid: tuple[int, int] | None = None):
     """tma_bench.cu over a rows x cols f16 matrix in boxes of ``height`` x ``width`` (64
     columns under the 128-byte swizzle, 32 under the 64-byte one): make(blocks, stages, boxes,
     share, rec) gives make(iterations) for `calibrate`, each launch with the shared memory its
-    ring needs (at most TMA_RING's 192 KiB)."""
+    ring needs (at most TMA_RING's 192 KiB). With ``valid`` (rows, columns), the tensor map
+    holds only that much of the matrix: the boxes' rows and columns past it are out of bounds,
+    which TMA fills with zeros."""
     import cupy
 
     from tcsim.hw.launch import Launch, launcher
@@ -677,8 +683,9 @@ def tma_reader(rows: int = TMA_MATRIX[0], cols: int = TMA_MATRIX[1], height: int
     from tcsim.memory.tma import TensorMap
 
     matrix = cupy.zeros(rows * cols, cupy.uint16)
-    encoded = tma.encode(TensorMap(rows, cols, 2, height, width, {64: "128B", 32: "64B"}[width]),
-                         matrix.data.ptr)
+    map_rows, map_cols = valid or (rows, cols)
+    encoded = tma.encode(TensorMap(map_rows, map_cols, 2, height, width,
+                                   {64: "128B", 32: "64B"}[width]), matrix.data.ptr)
 
     def make(blocks: int, s: int, b: int, share: int, rec) -> Callable[[int], Callable[[], None]]:
         shared = s * b * height * width * 2 + 1024
@@ -767,6 +774,33 @@ def tma_short_rows(ctx: Context) -> Constants:
     return out
 
 
+# (box height, box width, rows of each box inside the matrix), stages x boxes
+TMA_EDGE_BOXES = (((192, 64, 192), (4, 2)), ((192, 64, 128), (4, 2)), ((192, 64, 64), (4, 2)),
+                  ((128, 64, 128), (6, 2)), ((128, 64, 64), (6, 2)))
+
+
+def tma_edge_rows(ctx: Context) -> Constants:
+    """TMA's time per box for boxes hanging past the matrix's last row, whose rows past it TMA
+    fills with zeros (a GEMM's last row tile when M is not a multiple of the tile's rows),
+    against boxes inside it: one SM, and every SM each reading its own boxes."""
+    out: Constants = {}
+    for (height, width, rows), (stages, boxes) in TMA_EDGE_BOXES:
+        make = tma_reader(height, 2048, height, width, valid=(rows, 2048))
+        for blocks in (1, ctx.sms):
+            rec = records(blocks)
+            at = make(blocks, stages, boxes, 1, rec)
+            iters = calibrate(at, 64, 0.005)
+            median_seconds(at(iters), ctx.runs, ctx.warmup)
+            stats = per_sm(rec, iters * boxes)
+            out[f"tma_box{height}x{width}_inside{rows}_sms{blocks}_cycles_per_box"] = entry(
+                1 / stats.rate, "cycles",
+                f"tma_read: {blocks} block(s), one thread each keeping {stages} x {boxes} boxes "
+                f"of {height} x {width} f16 in flight, {iters} stages a block, walking the one "
+                f"box row of a {height} x 2048 matrix whose tensor map holds its first {rows} "
+                "rows; median over SMs of clock64 span / boxes" + coverage(ctx, stats))
+    return out
+
+
 TMA_GEMM = 8192  # M = N = K of the GEMM whose tiles tma_gemm_feed copies
 TMA_GEMM_ORDERS = {"grouped": 16, "rows": 0}  # GROUP_M of each tile order
 
@@ -818,7 +852,7 @@ def tma_gemm_feed(ctx: Context) -> Constants:
 MEASUREMENTS: tuple[Callable[[Context], Constants], ...] = (
     sm_clock, tensor_throughput, mma_latency, shared_throughput, shared_latency,
     global_latency, l2_bandwidth, dram_bandwidth, l1_bandwidth, wgmma_throughput, tma_read,
-    tma_sharing, tma_gemm_feed, wgmma_b_layouts, tma_short_rows,
+    tma_sharing, tma_gemm_feed, wgmma_b_layouts, tma_short_rows, tma_edge_rows,
 )
 
 

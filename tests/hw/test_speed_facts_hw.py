@@ -5,9 +5,13 @@ own kernels (benchmarks/bench_gpu_constants.py, found in $TCSIM_REPO or beside t
   64-byte swizzle (the Hopper twins' tiles 96 wide) runs at the 1/48 per SM per cycle of B in
   64-column boxes, on 1, 2 or 3 warpgroups a block;
 - L2 serves TMA's box rows shorter than a line to SMs asking together hardly faster than to
-  SMs apart, where 128-byte rows gain half again (`tcsim.perf.model.lockstep_lookups`).
+  SMs apart, where 128-byte rows gain half again (`tcsim.perf.model.lockstep_lookups`);
+- TMA boxes hanging past the matrix's last row (the last row tile of a GEMM whose M is not a
+  multiple of the tile's rows) cost one SM alone nothing, but take several times as long as
+  boxes inside the matrix when every SM copies such boxes.
 
-docs/evidence/gpu_constants_h100_2026-11-26_rows.json holds the first run of both.
+docs/evidence/gpu_constants_h100_2026-11-26_rows.json holds the first run of the first two,
+docs/evidence/gpu_constants_h100_2026-11-26_edge_rows.json of the third.
 """
 
 import os
@@ -65,3 +69,16 @@ def test_l2_serves_short_box_rows_to_sms_together_hardly_faster(bench):
     short_gain = rates["l2_tma_read_rows64_bytes_per_s_share8"] / \
         rates["l2_tma_read_rows64_bytes_per_s_share1"]
     assert long_gain > 1.3 and short_gain < 1.15, (long_gain, short_gain)
+
+
+def test_boxes_past_the_last_row_are_slow_when_every_sm_copies_them(bench, monkeypatch):
+    module, ctx = bench
+    boxes = ((192, 64, 192), (4, 2)), ((192, 64, 128), (4, 2))
+    monkeypatch.setattr(module, "TMA_EDGE_BOXES", boxes)
+    cycles = {k: v["value"] for k, v in module.tma_edge_rows(ctx).items()}
+    log_hw({"test": "tma_edge_rows", "cycles_per_box": cycles})
+    one = {rows: cycles[f"tma_box192x64_inside{rows}_sms1_cycles_per_box"] for rows in (192, 128)}
+    every = {rows: cycles[f"tma_box192x64_inside{rows}_sms{ctx.sms}_cycles_per_box"]
+             for rows in (192, 128)}
+    assert one[128] == pytest.approx(one[192], rel=0.1), one
+    assert every[128] > 2 * every[192], every
