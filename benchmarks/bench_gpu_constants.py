@@ -782,11 +782,12 @@ TMA_EDGE_BOXES = (((192, 64, 192), (4, 2)), ((192, 64, 128), (4, 2)), ((192, 64,
 def tma_edge_rows(ctx: Context) -> Constants:
     """TMA's time per box for boxes hanging past the matrix's last row, whose rows past it TMA
     fills with zeros (a GEMM's last row tile when M is not a multiple of the tile's rows),
-    against boxes inside it: one SM, and every SM each reading its own boxes."""
+    against boxes inside it: on one SM, a third, two thirds and all of the SMs, each reading its
+    own boxes."""
     out: Constants = {}
     for (height, width, rows), (stages, boxes) in TMA_EDGE_BOXES:
         make = tma_reader(height, 2048, height, width, valid=(rows, 2048))
-        for blocks in (1, ctx.sms):
+        for blocks in sorted({1, ctx.sms // 3, 2 * ctx.sms // 3, ctx.sms}):
             rec = records(blocks)
             at = make(blocks, stages, boxes, 1, rec)
             iters = calibrate(at, 64, 0.005)
