@@ -785,6 +785,7 @@ def tma_edge_rows(ctx: Context) -> Constants:
     against boxes inside it: on one SM, a third, two thirds and all of the SMs, each reading its
     own boxes."""
     out: Constants = {}
+    clocks = []
     for (height, width, rows), (stages, boxes) in TMA_EDGE_BOXES:
         make = tma_reader(height, 2048, height, width, valid=(rows, 2048))
         for blocks in sorted({1, ctx.sms // 3, 2 * ctx.sms // 3, ctx.sms}):
@@ -799,6 +800,10 @@ def tma_edge_rows(ctx: Context) -> Constants:
                 f"of {height} x {width} f16 in flight, {iters} stages a block, walking the one "
                 f"box row of a {height} x 2048 matrix whose tensor map holds its first {rows} "
                 "rows; median over SMs of clock64 span / boxes" + coverage(ctx, stats))
+            clocks.append(stats.clock_ghz)
+    out["tma_edge_rows_sm_clock_ghz"] = entry(
+        float(np.median(clocks)), "GHz", "tma_edge_rows: the median over its launches of the SMs' "
+        "median clock64 span / globaltimer span")
     return out
 
 

@@ -77,11 +77,14 @@ requests at a rate of its own, and a box row that does not start on a 128-byte l
 that is a multiple of 16 bytes but not of 128: 3000 f16 elements) costs 4.6 times the requests
 of one that does (measured with Nsight Compute: kernel10 at 3000^3 asks for 13.7M against 3.4M
 at 3072^3 and runs at that rate), while a 64-byte row within one line asks for one, so such
-rows bound the copies by their requests: chip-wide,
-and as the busy SMs' shares in a block's chain (`_tma_requests`). DRAM bytes come from an L2
-reuse model: the tiles of one wave (in the kernel's tile order) read each A row-panel and B
-column-panel they share once; the next wave reads them again unless A and B fit in L2. Local
-memory goes to DRAM when the resident threads' local bytes do not fit in half of L2.
+rows bound the copies by their requests; so do boxes hanging past the matrix's last row (a
+last tile row where M is not a multiple of the tile's rows), every row of which costs a measured
+share of that request rate, as TMA fills the rows past the edge with zeros at a chip-wide rate
+(one SM alone copies such a box as fast as one inside, 132 SMs three to four times slower):
+chip-wide, and as the busy SMs' shares in a block's chain (`_tma_requests`). DRAM bytes come
+from an L2 reuse model: the tiles of one wave (in the kernel's tile order) read each A
+row-panel and B column-panel they share once; the next wave reads them again unless A and B fit
+in L2. Local memory goes to DRAM when the resident threads' local bytes do not fit in half of L2.
 
 Cycles become seconds at the clock the GPU holds under the kernel's tensor load: the clock
 measured under an mma.sync load; for a wgmma kernel, the clock the power cap allows a wgmma
@@ -200,8 +203,10 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     tma_sectors = sum(s.sectors for s in sites if s.space in TMA_SPACES)
     l2_bytes = (l1_misses + tma_sectors) * SECTOR
     # L2's read requests for the main loop's copies: a ceiling of their own where rows are
-    # not 128-byte aligned (`_tma_requests`)
-    requests = _tma_requests(kernel, p, M, N, K, g) if tma and REQUESTS in g.constants else 0.0
+    # not 128-byte aligned, and what boxes hanging past the last row cost of their rate
+    counted, edge = _tma_requests(kernel, p, M, N, K, g) if tma and REQUESTS in g.constants \
+        else (0.0, 0.0)
+    requests = counted + edge
     dram_bytes, dram_share, first_share = _dram_bytes(p, M, N, K, max(concurrent // splits, 1),
                                                       g)
     local = trace.pipeline.get("local_bytes_per_thread", 0) * concurrent * p.threads
@@ -342,7 +347,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "compute_cycles": compute, "refill_cycles": refill,
                "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
                "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
-               "l2_bytes": l2_bytes, "l2_requests": requests, "by_requests": by_requests,
+               "l2_bytes": l2_bytes, "l2_requests": counted, "edge_requests": edge,
+               "by_requests": by_requests,
                "dram_bytes": dram_bytes, "prefetch": prefetch,
                "dram_bytes_per_s": t["dram_rate"], "dram_in_flight_bytes": t["in_flight"],
                "lookup_share": lookup_share(p, M, N, K, g) if tma and p.group_m > 1
@@ -354,6 +360,9 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     if limiter == "l2" and by_requests:
         advice = ("rows on 128-byte lines: a leading dimension padded to a multiple of 128 "
                   "bytes (64 f16 elements) takes a request a line")
+        if edge > counted:
+            advice = ("a tile whose rows divide M (or M padded to a multiple of them): TMA "
+                      "fills boxes hanging past the last row at a chip-wide rate")
     if limiter == "dram" and details["dram_in_flight_bytes"]:
         advice = ("more copies in flight from DRAM: more stages in the ring, or tiles that keep "
                   "more SMs busy")
@@ -560,44 +569,57 @@ REQUESTS = "l2_tma_requests_per_s"
 LINE = 128  # bytes: an L2 line, and a box row of the 128-byte swizzle
 
 
-def _tma_requests(kernel, p, M: int, N: int, K: int, g: Gpu) -> float:
-    """L2 read requests of the main loop's TMA copies of A and B. Each box row inside the
-    matrix asks for ``tma_requests_per_aligned_row`` when it starts on a 128-byte line and
-    ``tma_requests_per_misaligned_row`` when it does not (a pitch that is a multiple of 16
-    bytes but not of 128: the row spans two lines, and the L2 serves it in more, smaller
-    requests: measured, 2.68 a row against 0.58, gpus.json). A box row shorter than a line
-    (64 bytes: B in tiles 96 wide) asks for one request when it lies within one line, as L2
-    does not merge such rows of SMs asking together (`lockstep_lookups`), and a misaligned
+def _tma_requests(kernel, p, M: int, N: int, K: int, g: Gpu) -> tuple[float, float]:
+    """L2 read requests of the main loop's TMA copies of A and B, and what boxes hanging past
+    the matrix's last row cost beyond them, in requests of the same rate.
+
+    Each box row inside the matrix asks for ``tma_requests_per_aligned_row`` when it starts on
+    a 128-byte line and ``tma_requests_per_misaligned_row`` when it does not (a pitch that is a
+    multiple of 16 bytes but not of 128: the row spans two lines, and the L2 serves it in more,
+    smaller requests: measured, 2.68 a row against 0.58, gpus.json). A box row shorter than a
+    line (64 bytes: B in tiles 96 wide) asks for one request when it lies within one line, as
+    L2 does not merge such rows of SMs asking together (`lockstep_lookups`), and a misaligned
     row's when it crosses into the next (Nsight Compute, docs/evidence/
     ncu_gap_kernel10_session24.json: the 96-wide tiles' requests within -16% to +31% of this
     count; 0.63-1.26 a short row). A's boxes are copied once per tile column, B's once per tile
     row (split-K's splits share a tile's K range), or with clusters once per cluster of
-    ``cluster_m`` tile rows (TMA multicast: L2 serves it once)."""
+    ``cluster_m`` tile rows (TMA multicast: L2 serves it once).
+
+    A box hanging past the last row (A's last tile row where M is not a multiple of the tile's
+    rows, B's last K tile where K is not one of its box rows) costs ``tma_requests_per_edge_row``
+    for each of its rows, inside or not, in place of its rows' own: TMA fills the rows past the
+    edge with zeros at a chip-wide rate (one SM alone copies such a box as fast as one inside,
+    132 SMs three to four times slower, whatever share of it lies inside: docs/evidence/
+    gpu_constants_h100_2026-11-26_edge_rows.json)."""
     from ..kernels.params import tile_count
 
     maps = dict(kernel.tensor_maps(p, M, N, K))
     loads = {"A": tile_count(N, p.block_n), "B": tile_count(M, p.block_m) // p.cluster_m}
-    total = 0.0
+    counted = edge = 0.0
     for name, times in loads.items():
         m = maps.get(name)
         if m is None:
             continue
         starts = np.arange(m.rows) * (m.cols * m.element_bytes) % LINE
         row_bytes = m.box_cols * m.element_bytes
+        inside = m.rows % m.box_rows  # the rows inside the box that hangs past the last row
         for column in range(0, m.cols, m.box_cols):
             offset = (starts + column * m.element_bytes) % LINE
             if row_bytes < LINE:
-                cheap = int(np.count_nonzero(offset + row_bytes <= LINE))
+                cheap = offset + row_bytes <= LINE
                 per_row = SHORT_ROW_REQUESTS
             else:
-                cheap = int(np.count_nonzero(offset == 0))
+                cheap = offset == 0
                 per_row = g["tma_requests_per_aligned_row"]
-            total += times * (cheap * per_row
-                              + (m.rows - cheap) * g["tma_requests_per_misaligned_row"])
-    return total
+            cost = np.where(cheap, per_row, g["tma_requests_per_misaligned_row"])
+            counted += times * float(cost.sum())
+            if inside and EDGE in g.constants:
+                edge += times * (m.box_rows * g[EDGE] - float(cost[m.rows - inside:].sum()))
+    return counted, edge
 
 
 SHORT_ROW_REQUESTS = 1.0  # a box row within one line, not merged with other SMs': one request
+EDGE = "tma_requests_per_edge_row"
 
 
 def _dram_bytes(p, M: int, N: int, K: int, concurrent: int,
@@ -673,6 +695,10 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
         return (f"L1's data pipe: {lines / 1e6:,.1f}M wavefronts of global loads and stores "
                 f"(one per 128-byte line a request touches) and {shared / 1e6:,.1f}M of shared "
                 "memory")
+    if limiter == "l2" and d["by_requests"] and d["edge_requests"] > d["l2_requests"]:
+        return (f"L2's read requests: {d['l2_requests'] / 1e6:,.2f}M for TMA's box rows and, "
+                f"worth {d['edge_requests'] / 1e6:,.2f}M more, the zero fill of boxes hanging "
+                f"past the matrix's last row, at {g[REQUESTS] / 1e9:.0f}G a second")
     if limiter == "l2" and d["by_requests"]:
         return (f"L2's read requests: {d['l2_requests'] / 1e6:,.2f}M for TMA's box rows, most "
                 "not on a 128-byte line (a row pitch that is not a multiple of 128 bytes: each "
