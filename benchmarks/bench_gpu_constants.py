@@ -62,7 +62,9 @@ the duration given below. Measurements:
   tma_box<H>x<W>_inside<R>_sms<n>_cycles_per_box: one SM's cycles per H x W box with n SMs
   busy, each walking the one box row of an H x 2048 matrix whose tensor map holds only its first
   R rows: the boxes of a GEMM's last row tile, whose rows past M TMA fills with zeros
-  (evidence, not gpus.json).
+  (evidence, not gpus.json). tma_box128x64_inside64_sms<n>_beside<m>_cycles_per_box: such boxes
+  on n SMs while m other SMs copy boxes inside another matrix (a second kernel on another
+  stream; m = 0: the others idle).
 - l2_tma_gemm_grouped_bytes_per_s and l2_tma_gemm_rows_bytes_per_s: TMA feeding a GEMM's tiles.
   kernel8's twin at 8192^3 with its wgmma taken out (benchmarks/cuda/explore.cuh's
   EXPLORE_NO_MMA and EXPLORE_NO_EPILOGUE): one persistent block per SM whose producer thread
@@ -799,11 +801,53 @@ def tma_edge_rows(ctx: Context) -> Constants:
                 f"tma_read: {blocks} block(s), one thread each keeping {stages} x {boxes} boxes "
                 f"of {height} x {width} f16 in flight, {iters} stages a block, walking the one "
                 f"box row of a {height} x 2048 matrix whose tensor map holds its first {rows} "
-                "rows; median over SMs of clock64 span / boxes" + coverage(ctx, stats))
+                "rows; median over SMs of clock64 span / boxes")
             clocks.append(stats.clock_ghz)
     out["tma_edge_rows_sm_clock_ghz"] = entry(
         float(np.median(clocks)), "GHz", "tma_edge_rows: the median over its launches of the SMs' "
         "median clock64 span / globaltimer span")
+    return out
+
+
+TMA_EDGE_SMS = (22, 66)  # SMs copying edge boxes while the others copy boxes inside
+
+
+def tma_edge_beside_traffic(ctx: Context) -> Constants:
+    """TMA's time per box for boxes hanging past the matrix's last row (128 x 64, 64 rows
+    inside) on a few SMs, with the other SMs idle and with them copying boxes inside another
+    matrix (64 x 64, 6 x 4 in flight): two kernels on two streams, the one inside launched first
+    and longer, so that it runs beside the whole of the other."""
+    import cupy
+
+    out: Constants = {}
+    edge = tma_reader(128, 2048, 128, 64, valid=(64, 2048))
+    inside = tma_reader()
+    streams = cupy.cuda.Stream(non_blocking=True), cupy.cuda.Stream(non_blocking=True)
+    for sms in TMA_EDGE_SMS:
+        for beside in (0, ctx.sms - sms):
+            rec = records(sms)
+            at = edge(sms, 6, 2, 1, rec)
+            iters = calibrate(at, 64, 0.004)
+            go = at(iters)
+            other = None
+            if beside:
+                at_other = inside(beside, *TMA_RING, 1, records(beside))
+                other = at_other(calibrate(at_other, 64, 0.012))
+            for _ in range(ctx.runs + ctx.warmup):
+                if other is not None:
+                    with streams[1]:
+                        other()
+                with streams[0]:
+                    go()
+                cupy.cuda.Device().synchronize()
+            stats = per_sm(rec, iters * 2)
+            out[f"tma_box128x64_inside64_sms{sms}_beside{beside}_cycles_per_box"] = entry(
+                1 / stats.rate, "cycles",
+                f"tma_read: {sms} blocks each keeping 6 x 2 boxes of 128 x 64 f16 in flight, "
+                f"{iters} stages a block, of a 128 x 2048 matrix whose tensor map holds its first "
+                f"64 rows, {beside} other SMs meanwhile reading boxes of 64 x 64 inside a 16 MiB "
+                "matrix (a second kernel on another stream); median over SMs of clock64 span / "
+                "boxes, the last of the launches")
     return out
 
 
@@ -859,6 +903,7 @@ MEASUREMENTS: tuple[Callable[[Context], Constants], ...] = (
     sm_clock, tensor_throughput, mma_latency, shared_throughput, shared_latency,
     global_latency, l2_bandwidth, dram_bandwidth, l1_bandwidth, wgmma_throughput, tma_read,
     tma_sharing, tma_gemm_feed, wgmma_b_layouts, tma_short_rows, tma_edge_rows,
+    tma_edge_beside_traffic,
 )
 
 

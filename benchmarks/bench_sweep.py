@@ -112,7 +112,11 @@ HELD_OUT = ("docs/evidence/bench_sweep_kernel10_tile96.json",
             # session 25: the last tile row hanging past M or not (M = 128 .. 384), and the
             # ragged shapes against M or N padded to a multiple of 64
             "docs/evidence/bench_sweep_kernel10_edge_rows.json",
-            "docs/evidence/bench_sweep_kernel10_padded.json")
+            "docs/evidence/bench_sweep_kernel10_padded.json",
+            # the sweep's commands after explain priced boxes past the last row, held out
+            "docs/evidence/bench_sweep_kernel10_session25_squares.json",
+            "docs/evidence/bench_sweep_kernel10_session25_skinny.json",
+            "docs/evidence/bench_sweep_kernel10_session25_bf16.json")
 EVIDENCE += HELD_OUT
 DRIFT = ("l2_tma_drift", "l2_tma_drift_from_k_tiles")
 SUPERSEDED = {"docs/evidence/bench_sweep_splitk_first_reduction.json":

@@ -8,7 +8,8 @@ own kernels (benchmarks/bench_gpu_constants.py, found in $TCSIM_REPO or beside t
   SMs apart, where 128-byte rows gain half again (`tcsim.perf.model.lockstep_lookups`);
 - TMA boxes hanging past the matrix's last row (the last row tile of a GEMM whose M is not a
   multiple of the tile's rows) cost one SM alone nothing, but take several times as long as
-  boxes inside the matrix when every SM copies such boxes.
+  boxes inside the matrix when every SM copies such boxes, or when a few SMs copy them while
+  the others copy boxes inside another matrix.
 
 docs/evidence/gpu_constants_h100_2026-11-26_rows.json holds the first run of the first two,
 docs/evidence/gpu_constants_h100_2026-11-26_edge_rows.json of the third.
@@ -82,3 +83,13 @@ def test_boxes_past_the_last_row_are_slow_when_every_sm_copies_them(bench, monke
              for rows in (192, 128)}
     assert one[128] == pytest.approx(one[192], rel=0.1), one
     assert every[128] > 2 * every[192], every
+
+
+def test_boxes_past_the_last_row_on_a_few_sms_are_slow_beside_other_traffic(bench, monkeypatch):
+    module, ctx = bench
+    monkeypatch.setattr(module, "TMA_EDGE_SMS", (22,))
+    cycles = {k: v["value"] for k, v in module.tma_edge_beside_traffic(ctx).items()}
+    log_hw({"test": "tma_edge_beside_traffic", "cycles_per_box": cycles})
+    alone = cycles["tma_box128x64_inside64_sms22_beside0_cycles_per_box"]
+    beside = cycles[f"tma_box128x64_inside64_sms22_beside{ctx.sms - 22}_cycles_per_box"]
+    assert beside > 2 * alone, (alone, beside)
