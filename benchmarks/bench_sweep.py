@@ -113,6 +113,7 @@ HELD_OUT = ("docs/evidence/bench_sweep_kernel10_tile96.json",
             # ragged shapes against M or N padded to a multiple of 64
             "docs/evidence/bench_sweep_kernel10_edge_rows.json",
             "docs/evidence/bench_sweep_kernel10_padded.json",
+            "docs/evidence/bench_sweep_kernel10_edge_rows_few_sms.json",
             # the sweep's commands after explain priced boxes past the last row, held out
             "docs/evidence/bench_sweep_kernel10_session25_squares.json",
             "docs/evidence/bench_sweep_kernel10_session25_skinny.json",

@@ -92,4 +92,4 @@ def test_boxes_past_the_last_row_on_a_few_sms_are_slow_beside_other_traffic(benc
     log_hw({"test": "tma_edge_beside_traffic", "cycles_per_box": cycles})
     alone = cycles["tma_box128x64_inside64_sms22_beside0_cycles_per_box"]
     beside = cycles[f"tma_box128x64_inside64_sms22_beside{ctx.sms - 22}_cycles_per_box"]
-    assert beside > 2 * alone, (alone, beside)
+    assert beside > 1.6 * alone, (alone, beside)

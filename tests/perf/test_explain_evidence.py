@@ -47,7 +47,8 @@ SESSION24 = {"bench_sweep_kernel10_session24_squares.json",
              "bench_sweep_kernel10_session24_bf16.json"}
 
 # the last tile row hanging past M or not, and ragged shapes against padded ones (session 25)
-PROBES25 = {"bench_sweep_kernel10_edge_rows.json", "bench_sweep_kernel10_padded.json"}
+PROBES25 = {"bench_sweep_kernel10_edge_rows.json", "bench_sweep_kernel10_padded.json",
+            "bench_sweep_kernel10_edge_rows_few_sms.json"}
 # the same commands after explain priced boxes hanging past the last row, held out
 SESSION25 = {"bench_sweep_kernel10_session25_squares.json",
              "bench_sweep_kernel10_session25_skinny.json",
@@ -669,3 +670,19 @@ def test_the_edge_rows_requests_close_part_of_the_96_wide_tiles_misses(scored):
         before = t.explain(without).seconds / row["seconds"] - 1
         assert before < -0.3
         assert abs(error[M, row["variant"]]) < abs(before) - 0.08
+
+
+def test_kernel10_on_a_few_sms_loses_nothing_to_a_tile_row_past_m():
+    """bench_sweep_kernel10_edge_rows_few_sms.json (N = 192, K = 16384: one to four blocks):
+    each tile runs as fast at the M whose last tile row hangs past it (128 and 256 for 192-row
+    tiles, 192 for 128-row ones) as at the M that fills it: what slows boxes past the last row
+    is the other SMs' traffic (the edge-rows evidence above)."""
+    log = json.loads((EVIDENCE / "bench_sweep_kernel10_edge_rows_few_sms.json").read_text())
+    seconds = defaultdict(dict)
+    for row in log["rows"]:
+        if "params" in row:
+            seconds[row["variant"]][row["shape"][0]] = row["seconds"]
+    assert set(seconds) == {"192x96", "192x192", "128x96", "128x128"}
+    for variant, by_m in seconds.items():
+        assert set(by_m) == {128, 192, 256, 384}
+        assert max(by_m.values()) < 1.02 * min(by_m.values()), variant
