@@ -348,7 +348,8 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
                "epilogue_cycles": epilogue, "epilogue_burst_cycles": burst,
                "fill_cycles": fill, "busy_sms": busy, "dram_share": dram_share,
                "l2_bytes": l2_bytes, "l2_requests": counted, "edge_requests": edge,
-               "by_requests": by_requests,
+               "by_requests": by_requests, "request_causes": _request_causes(kernel, p, M, N, K)
+               if by_requests else (),
                "dram_bytes": dram_bytes, "prefetch": prefetch,
                "dram_bytes_per_s": t["dram_rate"], "dram_in_flight_bytes": t["in_flight"],
                "lookup_share": lookup_share(p, M, N, K, g) if tma and p.group_m > 1
@@ -358,11 +359,16 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
     reason = _reason(limiter, trace, occ, details, g)
     advice = _advice(limiter, occ, prefetch, wgmma, _conflicted(trace))
     if limiter == "l2" and by_requests:
-        advice = ("rows on 128-byte lines: a leading dimension padded to a multiple of 128 "
-                  "bytes (64 f16 elements) takes a request a line")
+        causes = details["request_causes"]
         if edge > counted:
             advice = ("a tile whose rows divide M (or M padded to a multiple of them): TMA "
                       "fills boxes hanging past the last row at a chip-wide rate")
+        elif "off lines" in causes or "short" not in causes:
+            advice = ("rows on 128-byte lines: a leading dimension padded to a multiple of 128 "
+                      "bytes (64 f16 elements) takes a request a line")
+        else:
+            advice = ("a tile whose columns are a multiple of 64: B in 128-byte box rows, which "
+                      "SMs asking together share")
     if limiter == "dram" and details["dram_in_flight_bytes"]:
         advice = ("more copies in flight from DRAM: more stages in the ring, or tiles that keep "
                   "more SMs busy")
@@ -618,6 +624,15 @@ def _tma_requests(kernel, p, M: int, N: int, K: int, g: Gpu) -> tuple[float, flo
     return counted, edge
 
 
+def _request_causes(kernel, p, M: int, N: int, K: int) -> tuple[str, ...]:
+    """What makes the main loop's copies ask L2 for many requests: "off lines" where A's or
+    B's rows do not start on 128-byte lines, "short" where B's box rows are shorter than one."""
+    maps = [m for name, m in kernel.tensor_maps(p, M, N, K) if name in ("A", "B")]
+    causes = ("off lines",) if any(m.cols * m.element_bytes % LINE for m in maps) else ()
+    return causes + (("short",) if any(m.box_cols * m.element_bytes < LINE for m in maps)
+                     else ())
+
+
 SHORT_ROW_REQUESTS = 1.0  # a box row within one line, not merged with other SMs': one request
 EDGE = "tma_requests_per_edge_row"
 
@@ -695,14 +710,17 @@ def _reason(limiter: str, trace, occ: Occupancy, d: dict, g: Gpu) -> str:
         return (f"L1's data pipe: {lines / 1e6:,.1f}M wavefronts of global loads and stores "
                 f"(one per 128-byte line a request touches) and {shared / 1e6:,.1f}M of shared "
                 "memory")
-    if limiter == "l2" and d["by_requests"] and d["edge_requests"] > d["l2_requests"]:
-        return (f"L2's read requests: {d['l2_requests'] / 1e6:,.2f}M for TMA's box rows and, "
-                f"worth {d['edge_requests'] / 1e6:,.2f}M more, the zero fill of boxes hanging "
-                f"past the matrix's last row, at {g[REQUESTS] / 1e9:.0f}G a second")
     if limiter == "l2" and d["by_requests"]:
-        return (f"L2's read requests: {d['l2_requests'] / 1e6:,.2f}M for TMA's box rows, most "
-                "not on a 128-byte line (a row pitch that is not a multiple of 128 bytes: each "
-                f"such row costs several requests), at {g[REQUESTS] / 1e9:.0f}G a second")
+        words = {"off lines": "rows off 128-byte lines, a row pitch not a multiple of 128 "
+                              "bytes, several each",
+                 "short": "B's 64-byte rows one each, as SMs asking together do not share them"}
+        said = [words[c] for c in d["request_causes"] if c in words]
+        if d["edge_requests"]:
+            said.append(f"the zero fill of boxes hanging past the matrix's last row worth "
+                        f"{d['edge_requests'] / 1e6:,.2f}M more")
+        because = f" ({'; '.join(said)})" if said else ""
+        return (f"L2's read requests: {d['l2_requests'] / 1e6:,.2f}M for TMA's box rows"
+                f"{because}, at {g[REQUESTS] / 1e9:.0f}G a second")
     if limiter == "l2" and d.get("lookup_share"):
         return (f"L2's lookups: {d['l2_bytes'] / 1e9:,.2f} GB of TMA copies, of which L2 looks "
                 f"up {d['lookup_share']:.0%} (the SMs of a GPC that ask for a line together "

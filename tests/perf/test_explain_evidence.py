@@ -686,3 +686,23 @@ def test_kernel10_on_a_few_sms_loses_nothing_to_a_tile_row_past_m():
     for variant, by_m in seconds.items():
         assert set(by_m) == {128, 192, 256, 384}
         assert max(by_m.values()) < 1.02 * min(by_m.values()), variant
+
+
+def test_explain_names_what_its_l2_requests_come_from():
+    """192 x 96 on the skinny shapes is limited by L2's requests: at 128x8192x8192 mostly the
+    zero fill of its one tile row's boxes (M = 128, 192-row boxes: 64 rows past), and the advice
+    is a tile whose rows divide M; at 256x4096x16384 mostly B's 64-byte rows, and the advice is
+    a tile whose columns make 128-byte rows. 3000^3's rows off 128-byte lines are named too."""
+    def explained(M, N, K, **tile):
+        return tcsim.trace("kernel10", M, N, K, accumulate="f32", **tile).explain("H100-SXM")
+
+    tile96 = dict(block_m=192, block_n=96, warp_n=96, stages=5)
+    edge = explained(128, 8192, 8192, **tile96)
+    assert edge.limiter == "l2" and edge.details["edge_requests"] > edge.details["l2_requests"]
+    assert "zero fill" in edge.reason and "64-byte rows" in edge.reason
+    assert "rows divide M" in edge.advice
+    short = explained(256, 4096, 16384, **tile96)
+    assert short.limiter == "l2" and short.details["edge_requests"] < short.details["l2_requests"]
+    assert "64-byte rows" in short.reason and "multiple of 64" in short.advice
+    ragged = explained(3000, 3000, 3000, block_n=192, warp_n=192)
+    assert "off 128-byte lines" in ragged.reason and "128 bytes" in ragged.advice
