@@ -363,12 +363,12 @@ def explain(trace, gpu: str | Gpu = "H100-SXM", registers: int | None = None) ->
         if edge > counted:
             advice = ("a tile whose rows divide M (or M padded to a multiple of them): TMA "
                       "fills boxes hanging past the last row at a chip-wide rate")
-        elif "off lines" in causes or "short" not in causes:
-            advice = ("rows on 128-byte lines: a leading dimension padded to a multiple of 128 "
-                      "bytes (64 f16 elements) takes a request a line")
-        else:
+        elif "short" in causes and "off lines" not in causes:
             advice = ("a tile whose columns are a multiple of 64: B in 128-byte box rows, which "
                       "SMs asking together share")
+        else:
+            advice = ("rows on 128-byte lines: a leading dimension padded to a multiple of 128 "
+                      "bytes (64 f16 elements) takes a request a line")
     if limiter == "dram" and details["dram_in_flight_bytes"]:
         advice = ("more copies in flight from DRAM: more stages in the ring, or tiles that keep "
                   "more SMs busy")
